@@ -6,6 +6,7 @@
 #include "models/arcee_config.h"
 #include "models/classic_decoders_config.h"
 #include "models/config_json.h"
+#include "models/dbrx_config.h"
 #include "models/gemma_config.h"
 #include "models/mimo_exaone_config.h"
 #include "models/phimoe_config.h"
@@ -67,7 +68,7 @@ Status read_exaone4(const json& j, ModelConfig& c) {
 
 std::string llama_variant_arch(const std::string& class_name, const std::string& model_type) {
   static const std::pair<const char*, const char*> kNames[] = {
-      {"OlmoForCausalLM", "olmo"},         {"Olmo2ForCausalLM", "olmo2"},       {"Olmo3ForCausalLM", "olmo3"},
+      {"DbrxForCausalLM", "dbrx"},         {"OlmoForCausalLM", "olmo"},         {"Olmo2ForCausalLM", "olmo2"},       {"Olmo3ForCausalLM", "olmo3"},
       {"Exaone4ForCausalLM", "exaone4"},   {"Glm4ForCausalLM", "glm4"},
       {"GlmForCausalLM", "glm"},           {"HeliumForCausalLM", "helium"},
       {"SeedOssForCausalLM", "seed_oss"},  {"Ernie4_5ForCausalLM", "ernie4_5"},
@@ -489,6 +490,7 @@ Status read_llama_variant(const json& j, ModelConfig& c) {
   if (c.arch == "minimax_m2") return read_minimax_m2(j, c);
   if (c.arch == "apertus") return read_apertus(j, c);
   if (c.arch == "olmo2" || c.arch == "olmo3" || c.arch == "flex_olmo") return read_olmo(j, c);
+  if (c.arch == "dbrx") return read_dbrx(j, c);  // models/dbrx_config.h
   if (c.arch == "olmo") {  // OlmoForCausalLM (OLMo 1): Llama's layers, LayerNorms without weights
     c.qkv_bias = c.o_bias = c.attention_bias;
     c.layer_norms = c.norms_weightless = true;

@@ -7,6 +7,7 @@
 #include "models/bert_config.h"
 #include "models/classic_decoders_config.h"
 #include "models/state_space_config.h"
+#include "models/dbrx_config.h"
 #include "models/config_json.h"
 #include "models/deepseek_config.h"
 #include "models/kimi_linear_config.h"
@@ -46,7 +47,7 @@ constexpr const char* kSupported =
     "Qwen3NextForCausalLM (qwen3_next), Qwen3_5ForCausalLM (qwen3_5_text), Qwen3_5MoeForCausalLM (qwen3_5_moe_text), "
     "Lfm2ForCausalLM (lfm2), Lfm2MoeForCausalLM (lfm2_moe), FalconH1ForCausalLM (falcon_h1), KimiLinearForCausalLM (kimi_linear), LongcatFlashForCausalLM (longcat_flash), MiniMaxForCausalLM (minimax), SmolLM3ForCausalLM "
     "(smollm3), GraniteForCausalLM (granite), GraniteMoeForCausalLM (granitemoe), GraniteMoeSharedForCausalLM "
-    "(granitemoeshared), OlmoForCausalLM (olmo), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
+    "(granitemoeshared), DbrxForCausalLM (dbrx), OlmoForCausalLM (olmo), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
     "(exaone4), Glm4ForCausalLM (glm4), GlmForCausalLM (glm), HeliumForCausalLM (helium), SeedOssForCausalLM (seed_oss), Ernie4_5ForCausalLM (ernie4_5), "
     "HunYuanDenseV1ForCausalLM (hunyuan_v1_dense), HunYuanMoEV1ForCausalLM (hunyuan_v1_moe), OlmoeForCausalLM (olmoe), ApertusForCausalLM (apertus), "
     "Ernie4_5_MoeForCausalLM (ernie4_5_moe), "
@@ -78,7 +79,7 @@ bool is_sparse_moe(const std::string& arch) {
   return arch == "qwen3_moe" || arch == "qwen2_moe" || arch == "mixtral" || arch == "gpt_oss" || arch == "qwen3_next" ||
          arch == "qwen3_5_moe_text" || arch == "olmoe" || arch == "ernie4_5_moe" || arch == "llama4_text" ||
          arch == "minimax_m2" || arch == "granitemoe" || arch == "granitemoeshared" || arch == "hunyuan_v1_moe" ||
-         arch == "phimoe" || arch == "afmoe" || arch == "flex_olmo";
+         arch == "phimoe" || arch == "afmoe" || arch == "flex_olmo" || arch == "dbrx";
 }
 
 // Which family a config describes: architectures[0] wins, model_type otherwise. A
@@ -700,6 +701,7 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   bool seq_cls = false;
   BRIGADE_ASSIGN_OR_RETURN(std::string arch, detect_arch(j, seq_cls));
   ModelConfig c;
+  apply_dbrx_config_names(j);     // models/dbrx_config.h
   c.arch = arch;
   c.seq_cls = seq_cls;
   c.rope_style = RopeStyle::neox;

@@ -239,6 +239,8 @@ Expected<MoeBlock> load_moe_block(WeightLoader& w, const ModelConfig& c, int l, 
     w.quantize_linear(true);
     return b;
   }
+  // DBRX (models/dbrx_config.h): gate and up per expert, down one stack [E, I, hidden] (transposed).
+  const bool down_stacked = c.arch == "dbrx";
   std::vector<std::string> gate_up_names, down_names;
   std::vector<int64_t> gate_up_rows, down_rows;
   for (int e = 0; e < c.n_experts; ++e) {
@@ -247,7 +249,7 @@ Expected<MoeBlock> load_moe_block(WeightLoader& w, const ModelConfig& c, int l, 
     if (e < sh.first_expert || e >= sh.first_expert + sh.n_experts) {  // another expert-parallel rank's
       BRIGADE_RETURN_IF_ERROR(w.skip(gate, {inter, hidden}));
       BRIGADE_RETURN_IF_ERROR(w.skip(up, {inter, hidden}));
-      BRIGADE_RETURN_IF_ERROR(w.skip(down, {hidden, inter}));
+      if (!down_stacked) BRIGADE_RETURN_IF_ERROR(w.skip(down, {hidden, inter}));
       continue;
     }
     gate_up_names.insert(gate_up_names.end(), {gate, up});
@@ -259,7 +261,14 @@ Expected<MoeBlock> load_moe_block(WeightLoader& w, const ModelConfig& c, int l, 
   w.quantize_linear(quantize_gate_up);
   BRIGADE_ASSIGN_OR_RETURN(b.gate_up, w.fused(gate_up_names, gate_up_rows, hidden, gate_up_slices));
   w.quantize_linear(quantize_down);
-  BRIGADE_ASSIGN_OR_RETURN(b.down, w.fused(down_names, down_rows, inter, {}, cols));
+  if (down_stacked) {
+    std::vector<int64_t> all_hidden(static_cast<size_t>(hidden));
+    std::iota(all_hidden.begin(), all_hidden.end(), 0);
+    BRIGADE_ASSIGN_OR_RETURN(b.down, w.stacked_transposed(pre + names.fused_down, c.n_experts, hidden, inter, experts,
+                                                          all_hidden, cols));
+  } else {
+    BRIGADE_ASSIGN_OR_RETURN(b.down, w.fused(down_names, down_rows, inter, {}, cols));
+  }
   w.quantize_linear(true);
   return b;
 }

@@ -423,6 +423,17 @@ def fixtures():
         # checkpoints set it (8.0 there; 1.0 here, so that about a third of q, k and v clip).
         "olmo": ("OlmoConfig", "OlmoForCausalLM", base_config(
             clip_qkv=1.0, tie_word_embeddings=True, pad_token_id=1)),
+        # DBRX (DbrxForCausalLM, databricks/dbrx-instruct): its own config names (d_model, attn_config,
+        # ffn_config), LayerNorms without bias, one fused Wqkv clamped to +-clip_qkv (1.0: about a
+        # third clips; the Hub's 8), every layer 8 SwiGLU experts of 32 stored fused (w1, v1, w2),
+        # top 2 over their L1 norm; theta 5e5 both where the Hub's config keeps it (attn_config)
+        # and where transformers 5 reads it (rope_parameters).
+        "dbrx": ("DbrxConfig", "DbrxForCausalLM", dict(
+            d_model=64, n_heads=4, n_layers=2, max_seq_len=256, vocab_size=256, tie_word_embeddings=False,
+            attn_config=dict(kv_n_heads=2, clip_qkv=1.0, rope_theta=500000.0),
+            ffn_config=dict(ffn_hidden_size=32, moe_num_experts=8, moe_top_k=2, moe_normalize_expert_weights=1.0),
+            rope_parameters=dict(rope_type="default", rope_theta=500000.0),
+            bos_token_id=1, eos_token_id=2, pad_token_id=0)),
         # Apertus (ApertusForCausalLM, swiss-ai/Apertus-8B): per-head q/k norms, q/k/v/o biases, an
         # ungated MLP with xIELU (its alpha_p / alpha_n learned per layer), llama3 scaling.
         "apertus": ("ApertusConfig", "ApertusForCausalLM", base_config(

@@ -52,7 +52,7 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                                            "phi3", "gemma2", "gemma3", "gemma3_mm", "mixtral", "gpt_oss",
                                            "qwen2_moe", "glm4_moe", "glm4_moe_step", "qwen3_yarn", "smollm3",
                                            "granite", "olmo2", "olmo3", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5",
-                                           "hunyuan_v1_dense", "olmoe", "olmoe_clip", "olmo", "apertus", "mistral3", "ernie4_5_moe",
+                                           "hunyuan_v1_dense", "olmoe", "olmoe_clip", "olmo", "dbrx", "apertus", "mistral3", "ernie4_5_moe",
                                            "llama4", "llama4_text", "minimax_m2", "cohere", "cohere2", "granitemoe",
                                            "granitemoeshared", "granite4_rope", "hunyuan_v1_moe", "dots1", "ministral3",
                                            "ministral3_text", "phimoe", "mistral4", "glm4_moe_lite", "afmoe", "arcee", "mimo_v2_flash", "exaone_moe", "kimi_linear", "longcat_flash",
@@ -358,8 +358,8 @@ TEST(HfFixtureConfig, SmolLM3sNopeAndGranitesMultipliersChangeTheResult) {
 // What each of the Llama decoder's newer relatives adds moves the logits, so the fixtures check
 // each piece where it applies: OLMo 3's window and its full layers' YaRN, EXAONE 4's window (and
 // with it the full layers' NoPE) and its llama3 scaling, GLM-4's partial rotation, Hunyuan's
-// NTK alpha and its norms after RoPE, the pair-wise RoPE of GLM-4 and ERNIE 4.5, and OLMo's and
-// OLMoE's clip_qkv.
+// NTK alpha and its norms after RoPE, the pair-wise RoPE of GLM-4 and ERNIE 4.5, OLMo's, OLMoE's
+// and DBRX's clip_qkv, DBRX's renormalised routing and its attn_config.rope_theta.
 TEST(HfFixtureConfig, LlamaVariantsPiecesMoveTheLogits) {
   EXPECT_GT(max_diff_with_config("olmo3", [](nlohmann::json& j) { j["sliding_window"] = 64; }), 100 * kLogitTol);
   EXPECT_GT(max_diff_with_config("olmo3", [](nlohmann::json& j) { j["rope_parameters"]["full_attention"] = {{"rope_type", "default"}, {"rope_theta", 10000.0}}; }),
@@ -383,6 +383,14 @@ TEST(HfFixtureConfig, LlamaVariantsPiecesMoveTheLogits) {
   for (const char* name : {"olmo", "olmoe_clip"})  // clip_qkv bites: about a third of q, k and v clip
     EXPECT_GT(max_diff_with_rules(name, [](ModelConfig& c) { c.clip_qkv = 0.0f; }), 100 * kLogitTol) << name;
   EXPECT_GT(max_diff_with_rules("olmoe_clip", [](ModelConfig& c) { c.clip_qkv = 2.0f; }), 100 * kLogitTol);
+  // DBRX: its clamp, its routing's L1 renormalisation, and attn_config's theta (5e5) over the default.
+  EXPECT_GT(max_diff_with_rules("dbrx", [](ModelConfig& c) { c.clip_qkv = 0.0f; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_rules("dbrx", [](ModelConfig& c) { c.norm_topk_prob = false; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("dbrx", [](nlohmann::json& j) {
+              j["attn_config"].erase("rope_theta");
+              j.erase("rope_parameters");
+            }),
+            100 * kLogitTol);
   for (const char* name : {"glm4", "glm", "helium", "ernie4_5"})  // rotated as halves (Llama's rotate_half) instead
     EXPECT_GT(max_diff_with_rules(name, [](ModelConfig& c) { c.rope_style = RopeStyle::neox; }), 100 * kLogitTol) << name;
   EXPECT_GT(max_diff_with_rules("hunyuan_v1_dense", [](ModelConfig& c) { c.qk_norm_after_rope = false; }),
@@ -499,6 +507,11 @@ TEST(HfFixtureConfig, InspectShowsLlama4AndMiniMaxPieces) {
   for (const char* piece : {"q/k LayerNorm per head (its own weights)", "LayerNorms without bias",
                             "attention and MLP side by side on one norm", "logits x 0.25", "interleaved"})
     EXPECT_NE(co.find(piece), std::string::npos) << piece << "\n" << co;
+  auto olmo = inspect_model(fixture_dir("olmo"));
+  ASSERT_TRUE(olmo.has_value()) << olmo.status().to_string();
+  const std::string ol = format_model_info(*olmo);
+  for (const char* piece : {"LayerNorms without weight or bias (eps 1e-05)", "q/k/v clamped to +-1"})
+    EXPECT_NE(ol.find(piece), std::string::npos) << piece << "\n" << ol;
 }
 
 // The MoE fixtures test the routing: renormalising the top-k weights or not, or routing to one

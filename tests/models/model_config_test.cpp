@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <tuple>
 
@@ -253,6 +254,69 @@ TEST(ModelConfig, ReadsSmolLM3AndGranite) {
   const Status bad = parse_hf_config(g.dump()).status();
   EXPECT_EQ(bad.code(), StatusCode::invalid_argument);
   EXPECT_NE(bad.message().find("residual_multiplier"), std::string::npos) << bad.message();
+}
+
+// DBRX's config.json under its own names, DbrxConfig's defaults where absent, attn_config's
+// rope_theta over rope_parameters', and its refusals by field.
+TEST(ModelConfig, ReadsDbrx) {
+  const nlohmann::json base = {{"architectures", {"DbrxForCausalLM"}}, {"d_model", 64}, {"n_heads", 4}, {"n_layers", 2},
+                               {"vocab_size", 256}, {"max_seq_len", 128},
+                               {"attn_config", {{"kv_n_heads", 2}, {"clip_qkv", 8}, {"rope_theta", 500000.0}}},
+                               {"ffn_config", {{"ffn_hidden_size", 32}, {"moe_num_experts", 16}, {"moe_top_k", 4}}},
+                               {"rope_parameters", {{"rope_type", "default"}, {"rope_theta", 10000.0}}}};
+  auto parse = [&](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json j = base;
+    edit(j);
+    return parse_hf_config(j.dump());
+  };
+  auto c = parse([](nlohmann::json&) {});
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "dbrx");
+  EXPECT_EQ(c->hidden_size, 64);
+  EXPECT_EQ(c->n_heads, 4);
+  EXPECT_EQ(c->n_kv_heads, 2);
+  EXPECT_EQ(c->n_layers, 2);
+  EXPECT_EQ(c->max_position, 128);
+  EXPECT_FLOAT_EQ(c->rope_theta, 500000.0f) << "attn_config's, the trained base";
+  EXPECT_EQ(c->clip_qkv, 8.0f);
+  EXPECT_TRUE(c->layer_norms && !c->norm_bias && !c->qkv_bias && !c->o_bias && !c->tie_embeddings);
+  EXPECT_FLOAT_EQ(c->rms_eps, 1e-5f);
+  EXPECT_EQ(c->n_experts, 16);
+  EXPECT_EQ(c->n_experts_per_tok, 4);
+  EXPECT_EQ(c->moe_intermediate_size, 32);
+  EXPECT_TRUE(c->norm_topk_prob) << "moe_normalize_expert_weights 1 (the default)";
+  EXPECT_EQ(c->n_moe_layers(), 2);
+
+  auto defaults = parse([](nlohmann::json& j) {
+    for (const char* k : {"d_model", "n_heads", "n_layers", "max_seq_len", "attn_config", "ffn_config"}) j.erase(k);
+  });
+  ASSERT_TRUE(defaults.has_value()) << defaults.status().to_string();
+  EXPECT_EQ(defaults->hidden_size, 2048);
+  EXPECT_EQ(defaults->n_heads, 16);
+  EXPECT_EQ(defaults->n_kv_heads, 1);
+  EXPECT_EQ(defaults->n_layers, 24);
+  EXPECT_EQ(defaults->n_experts, 4);
+  EXPECT_EQ(defaults->n_experts_per_tok, 1);
+  EXPECT_EQ(defaults->moe_intermediate_size, 3584);
+  EXPECT_EQ(defaults->clip_qkv, 0.0f);
+  EXPECT_FLOAT_EQ(defaults->rope_theta, 10000.0f) << "rope_parameters' where attn_config has none";
+  auto unnormalised = parse([](nlohmann::json& j) { j["ffn_config"]["moe_normalize_expert_weights"] = nullptr; });
+  ASSERT_TRUE(unnormalised.has_value()) << unnormalised.status().to_string();
+  EXPECT_FALSE(unnormalised->norm_topk_prob);
+
+  const std::vector<std::pair<std::function<void(nlohmann::json&)>, const char*>> refused = {
+      {[](nlohmann::json& j) { j["ffn_config"]["ffn_act_fn"] = {{"name", "gelu"}}; }, "ffn_act_fn"},
+      {[](nlohmann::json& j) { j["ffn_config"]["moe_normalize_expert_weights"] = 2.0; }, "moe_normalize_expert_weights"},
+      {[](nlohmann::json& j) { j["ffn_config"]["moe_top_k"] = 17; }, "moe_top_k"},
+      {[](nlohmann::json& j) { j["attn_config"]["clip_qkv"] = -1; }, "clip_qkv"},
+      {[](nlohmann::json& j) { j["attn_config"] = 3; }, "attn_config"},
+      {[](nlohmann::json& j) { j["tie_word_embeddings"] = true; }, "tie_word_embeddings"},
+      {[](nlohmann::json& j) { j["quantization_config"] = {{"quant_method", "fp8"}}; }, "quantization_config"}};
+  for (const auto& [edit, field] : refused) {
+    const Status st = parse(edit).status();
+    EXPECT_FALSE(st.is_ok()) << field;
+    EXPECT_NE(st.message().find(field), std::string::npos) << st.message();
+  }
 }
 
 // The Llama decoder's newer relatives: each one's pieces as its transformers class runs them.

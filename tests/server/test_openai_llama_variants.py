@@ -1,4 +1,4 @@
-"""The Llama decoder's newer relatives (OLMo 1, OLMo 3, OLMoE (with clip_qkv too), EXAONE 4, GLM-4-0414, Seed-OSS, ERNIE 4.5 and
+"""The Llama decoder's newer relatives (OLMo 1, OLMo 3, OLMoE (with clip_qkv too), DBRX, EXAONE 4, GLM-4-0414, Seed-OSS, ERNIE 4.5 and
 its MoE, Hunyuan dense, Apertus, Mistral 3's and Llama 4's language models, MiniMax-M2, Command R+
 and Command R7B, Granite 3 MoE with and without its shared MLP, Hunyuan MoE, dots.llm1, Phi-3.5-MoE, Arcee Trinity and AFM,
 Gemma 1, StarCoder2, Phi-2, StableLM) served through the real `openai`
@@ -18,7 +18,7 @@ import pytest
 import fixture_server
 from fixture_server import assert_transformers_completion, complete, fixtures, stop, streamed_ids
 
-MODELS = ["olmo", "olmo3", "olmoe", "olmoe_clip", "exaone4", "glm4", "seed_oss", "ernie4_5", "ernie4_5_moe", "hunyuan_v1_dense", "apertus",
+MODELS = ["olmo", "olmo3", "olmoe", "olmoe_clip", "dbrx", "exaone4", "glm4", "seed_oss", "ernie4_5", "ernie4_5_moe", "hunyuan_v1_dense", "apertus",
           "mistral3", "llama4", "minimax_m2", "cohere", "cohere2", "granitemoe", "granitemoeshared",
           "hunyuan_v1_moe", "dots1", "ministral3", "ministral3_text", "phimoe", "afmoe", "arcee",
           "gemma", "starcoder2", "phi", "stablelm", "stablelm_parallel", "jais2", "nemotron", "exaone", "flex_olmo",
