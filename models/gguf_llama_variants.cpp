@@ -239,6 +239,27 @@ Status read_olmo(const GgufFile& g, const std::string& a, ModelConfig& c) {
   return Status::ok();
 }
 
+// DBRX (llama.cpp's dbrx): LayerNorms without bias, the fused attn_qkv clamped to
+// attention.clamp_kqv (required, as llama.cpp's loader has it), every layer experts
+// feed_forward_length wide, softmax top k renormalised (build_moe_ffn's norm_w: true), NEOX RoPE.
+Status read_dbrx(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  c.layer_norms = c.fused_weights = true;
+  c.sliding_window = 0;
+  BRIGADE_RETURN_IF_ERROR(read_layer_norm_eps(g, a, c));
+  const std::string clamp_key = a + "attention.clamp_kqv";
+  if (!g.find(clamp_key)) return corrupt(g.path() + ": metadata '" + clamp_key + "' is missing (llama.cpp's dbrx requires it)");
+  BRIGADE_ASSIGN_OR_RETURN(double clamp, g.get_number(clamp_key));
+  if (!std::isfinite(clamp) || clamp < 0.0) return corrupt(g.path() + ": metadata '" + clamp_key + "' must be a number >= 0");
+  c.clip_qkv = static_cast<float>(clamp);
+  BRIGADE_RETURN_IF_ERROR(read_gguf_expert_counts(g, a, c));
+  c.moe_intermediate_size = c.intermediate_size;
+  c.moe_scoring = MoeScoring::softmax;
+  c.norm_topk_prob = true;
+  c.first_k_dense_replace = 0;
+  c.decoder_sparse_step = 1;
+  return Status::ok();
+}
+
 Status read_command_r(const GgufFile& g, const std::string& gguf_arch, const std::string& a, ModelConfig& c) {
   const bool cohere2 = gguf_arch == "cohere2";
   c.arch = cohere2 ? "cohere2" : "cohere";
@@ -295,7 +316,7 @@ Status read_gguf_mistral3(const GgufFile& g, const std::string& a, ModelConfig& 
 }
 
 bool is_gguf_llama_variant(const std::string& gguf_arch) {
-  return gguf_arch == "olmo" || gguf_arch == "olmo2" || gguf_arch == "exaone4" || gguf_arch == "glm4" || gguf_arch == "seed_oss" ||
+  return gguf_arch == "olmo" || gguf_arch == "dbrx" || gguf_arch == "olmo2" || gguf_arch == "exaone4" || gguf_arch == "glm4" || gguf_arch == "seed_oss" ||
          gguf_arch == "ernie4_5" || gguf_arch == "hunyuan-dense" || gguf_arch == "apertus" || gguf_arch == "ernie4_5-moe" ||
          gguf_arch == "llama4" || gguf_arch == "minimax-m2" || gguf_arch == "command-r" ||
          gguf_arch == "cohere2" || gguf_arch == "hunyuan-moe" || gguf_arch == "dots1";
@@ -335,6 +356,7 @@ Status read_gguf_llama_variant(const GgufFile& g, const std::string& gguf_arch, 
   c.o_bias = g.has_tensor("blk.0.attn_output.bias");
   c.mlp_bias = false;
   if (gguf_arch == "olmo") return read_olmo(g, a, c);
+  if (gguf_arch == "dbrx") return read_dbrx(g, a, c);
   if (gguf_arch == "olmo2") return read_olmo2(g, a, c);
   if (gguf_arch == "exaone4") return read_exaone4(g, a, c);
   if (gguf_arch == "hunyuan-dense" || gguf_arch == "hunyuan-moe") return read_hunyuan(g, gguf_arch, a, c);
@@ -381,6 +403,11 @@ std::string gguf_llama_variant_layer_name(const std::string& gguf_arch, const st
                                 {"ffn_up_shexp.weight", "feed_forward.shared_expert.up_proj.weight"},
                                 {"ffn_down_shexp.weight", "feed_forward.shared_expert.down_proj.weight"}};
   static const Names kSelectionBias = {{"exp_probs_b.bias", "mlp.gate.e_score_correction_bias"}};
+  static const Names kDbrx = {{"attn_output_norm.weight", "post_attention_layernorm.weight"},
+                              {"ffn_gate_inp.weight", "mlp.gate.weight"},
+                              {"ffn_gate_exps.weight", "mlp.experts.gate_proj"},
+                              {"ffn_up_exps.weight", "mlp.experts.up_proj"},
+                              {"ffn_down_exps.weight", "mlp.experts.down_proj"}};
   static const Names kMiniMaxM2 = {{"ffn_gate_inp.weight", "mlp.gate.weight"},
                                    {"exp_probs_b.bias", "mlp.gate.e_score_correction_bias"},
                                    {"ffn_gate_exps.weight", "mlp.experts.gate_proj"},
@@ -396,6 +423,7 @@ std::string gguf_llama_variant_layer_name(const std::string& gguf_arch, const st
                        : gguf_arch == "llama4"                       ? &kLlama4
                        : gguf_arch == "minimax-m2"                   ? &kMiniMaxM2
                        : gguf_arch == "dots1"                        ? &kSelectionBias
+                       : gguf_arch == "dbrx"                         ? &kDbrx
                                                                      : nullptr;
   if (names == nullptr) return "";
   auto it = names->find(suffix);

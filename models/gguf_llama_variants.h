@@ -6,6 +6,11 @@
 //   olmo           OLMo 1: llama's tensors (q/k rows permuted) without attn_norm / ffn_norm /
 //                  output_norm (its LayerNorms have no weights; attention.layer_norm_epsilon),
 //                  attention.clamp_kqv (absent: none) clamping q, k and v after their projections;
+//   dbrx           DBRX: attn_norm / attn_output_norm LayerNorms without bias
+//                  (attention.layer_norm_epsilon), attn_qkv fused and clamped to
+//                  attention.clamp_kqv (required), every layer experts feed_forward_length wide
+//                  (ffn_{gate,up,down}_exps, the converter transposing w2 back), softmax top k
+//                  renormalised;
 //   olmo2          OLMo 2 and OLMo 3 (one converter class): no attn_norm / ffn_norm,
 //                  post_attention_norm and post_ffw_norm on the blocks' outputs, attn_q_norm /
 //                  attn_k_norm over the whole projections ([H hd], [KV hd]); OLMo 3's
@@ -121,7 +126,7 @@ namespace brigade {
 bool is_gguf_llama_variant(const std::string& gguf_arch);
 
 // Fills what the architecture adds to the common keys read_config reads (arch becomes the
-// safetensors name: olmo, olmo2 or olmo3, exaone4, glm4, seed_oss, ernie4_5, hunyuan_v1_dense,
+// safetensors name: olmo, dbrx, olmo2 or olmo3, exaone4, glm4, seed_oss, ernie4_5, hunyuan_v1_dense,
 // hunyuan_v1_moe, llama4_text, minimax_m2, cohere, cohere2, dots1). unsupported naming the key for what
 // brigade does not run (above). corrupt naming the key for values out of range and required keys
 // missing.

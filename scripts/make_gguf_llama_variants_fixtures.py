@@ -1,22 +1,27 @@
 #!/usr/bin/env python3
-"""Writes the GGUF fixtures of eighteen llama.cpp architectures that are Llama-style decoders with
+"""Writes the GGUF fixtures of nineteen llama.cpp architectures that are Llama-style decoders with
 their own norms, biases, activations or RoPE, made by llama.cpp's own converter
-(convert_hf_to_gguf.py: conversion/olmo.py's OlmoModel, Olmo2Model, OlmoeModel and SeedOssModel, exaone.py's
+(convert_hf_to_gguf.py: conversion/olmo.py's OlmoModel, Olmo2Model, OlmoeModel and SeedOssModel,
+dbrx.py's DbrxModel, exaone.py's
 Exaone4Model, glm.py's Glm4Model, ernie.py's Ernie4_5Model, hunyuan.py's HunYuanModel and
 HunYuanMoEModel, minimax.py's MiniMaxM2Model, command_r.py's CommandR2Model and Cohere2Model,
 dots1.py's Dots1Model (a Qwen2MoeModel), all
 TextModel subclasses, none of them LlamaModel's; llama.py's ApertusModel and Llama4Model,
 LlamaModels with undo_permute False; and mistral3.py's Ministral3Model, a LlamaModel that permutes
 q/k) from tiny transformers checkpoints. The checkpoints (SOURCES)
-are make_fixtures.py's olmo, olmo2, olmo3, exaone4, glm4, seed_oss, ernie4_5, hunyuan_v1_dense, olmoe,
+are make_fixtures.py's olmo, dbrx, olmo2, olmo3, exaone4, glm4, seed_oss, ernie4_5, hunyuan_v1_dense, olmoe,
 ernie4_5_moe, apertus, llama4_text, minimax_m2, cohere, cohere2, hunyuan_v1_moe, dots1 and
-ministral3_text fixtures, made here with seeds of their own (make_fixtures.new_model, 3505..3522),
+ministral3_text fixtures, made here with seeds of their own (make_fixtures.new_model, 3505..3523),
 changed where llama.cpp cannot
 run them (below):
 
   gguf_olmo           OlmoForCausalLM (2 layers, hidden 64, GQA 4 heads over 2 of 16, theta 1e4,
                       SwiGLU 128, LayerNorms without weights (eps 1e-5), clip_qkv 1.0, tied) as
                       make_fixtures.py's olmo, unchanged; --outtype f32
+  gguf_dbrx           DbrxForCausalLM (2 layers, hidden 64, GQA 4 heads over 2 of 16, theta 5e5,
+                      LayerNorms without bias, fused Wqkv clamped to 1.0, 8 SwiGLU experts of 32,
+                      top 2 renormalised, untied) as make_fixtures.py's dbrx, unchanged; the
+                      converter transposes w2 back to [E, hidden, F]; --outtype f32
   gguf_olmo2          Olmo2ForCausalLM (2 layers, hidden 64, GQA 4 heads over 2 of 16, theta 1e4,
                       SwiGLU 128, norms after attention and MLP only, RMSNorm q/k over the whole
                       projections, untied) without attention biases; --outtype f32
@@ -566,6 +571,7 @@ import make_gguf_lfm2_fixtures as lfm2  # noqa: E402
 # of its own.
 SOURCES = {
     "olmo": ("olmo", {}, 3522),
+    "dbrx": ("dbrx", {}, 3523),
     # no attention biases: llama.cpp's olmo2 has no attn_output.bias (module docstring)
     "olmo2": ("olmo2", {"attention_bias": False}, 3505),
     # one RoPE base for both layer types: llama.cpp's olmo2 graph rotates the sliding layers with
@@ -621,6 +627,7 @@ SOURCES = {
 # name: (source, --outtype, pre-tokenizer name)
 FIXTURES = {
     "gguf_olmo": ("olmo", "f32", "gpt-2"),
+    "gguf_dbrx": ("dbrx", "f32", "gpt-2"),
     "gguf_olmo2": ("olmo2", "f32", "gpt-2"),
     "gguf_olmo3": ("olmo3", "f32", "gpt-2"),
     "gguf_exaone4": ("exaone4", "f32", "gpt-2"),

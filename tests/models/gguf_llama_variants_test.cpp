@@ -1,6 +1,6 @@
 // llama.cpp's GGUF files of the Llama decoder's newer relatives (models/gguf_llama_variants.h),
 // written by llama.cpp's own converter (scripts/make_gguf_llama_variants_fixtures.py): gguf_olmo
-// (LayerNorms without weights, clamp_kqv), gguf_olmo2,
+// (LayerNorms without weights, clamp_kqv), gguf_dbrx (fused Wqkv clamped, experts renormalised), gguf_olmo2,
 // gguf_olmo3 (window 8 on three layers of four, YaRN on the full one), gguf_exaone4 (llama3
 // scaling as rope_freqs), gguf_glm4 (gate|up fused, half-rotated heads), gguf_seed_oss,
 // gguf_ernie4_5 (tied), gguf_hunyuan_dense (the NTK alpha folded into the base), gguf_olmoe
@@ -50,6 +50,18 @@ TEST(GgufLlamaVariants, ReadsTheConfigsAsLlamaCppDoes) {
   EXPECT_FLOAT_EQ(olmo.clip_qkv, 1.0f) << "attention.clamp_kqv";
   EXPECT_EQ(olmo.rope_style, RopeStyle::interleaved) << "q/k rows permuted, as llama's";
   EXPECT_TRUE(olmo.tie_embeddings);
+
+  const ModelConfig dbrx = open_config("gguf_dbrx");
+  EXPECT_EQ(dbrx.arch, "dbrx");
+  EXPECT_TRUE(dbrx.layer_norms && !dbrx.norm_bias && dbrx.fused_weights && !dbrx.tie_embeddings);
+  EXPECT_FLOAT_EQ(dbrx.clip_qkv, 1.0f);
+  EXPECT_FLOAT_EQ(dbrx.rope_theta, 500000.0f);
+  EXPECT_EQ(dbrx.rope_style, RopeStyle::neox);
+  EXPECT_EQ(dbrx.n_experts, 8);
+  EXPECT_EQ(dbrx.n_experts_per_tok, 2);
+  EXPECT_EQ(dbrx.moe_intermediate_size, 32);
+  EXPECT_TRUE(dbrx.norm_topk_prob) << "llama.cpp's dbrx: norm_w true";
+  EXPECT_EQ(dbrx.n_moe_layers(), 2);
 
   const ModelConfig olmo2 = open_config("gguf_olmo2");
   EXPECT_EQ(olmo2.arch, "olmo2");
@@ -155,7 +167,8 @@ TEST(GgufLlamaVariants, ReadsTheConfigsAsLlamaCppDoes) {
 
 // A hunyuan-dense file with rope.scaling.alpha (which llama.cpp's converter does not write) has
 // its base stretched at load, as llama.cpp's loader does; an EXAONE window pattern of the wrong
-// length is corrupt, naming the key; so are OLMo's missing LayerNorm epsilon and a negative clamp.
+// length is corrupt, naming the key; so are OLMo's missing LayerNorm epsilon and a negative clamp,
+// and a DBRX file without its clamp.
 TEST(GgufLlamaVariants, HunyuansAlphaKeyAndABadWindowPattern) {
   const testing::TempDir dir("gguf_variants");
   using testing::gguf_u32;
@@ -189,6 +202,12 @@ TEST(GgufLlamaVariants, HunyuansAlphaKeyAndABadWindowPattern) {
   kv.push_back({"olmo.attention.clamp_kqv", 6, 0, -8.0f});
   expect_refused(dir.file("olmo_clamp.gguf"), kv, {{"token_embd.weight", {64, 256}}}, StatusCode::corrupt,
                  "clamp_kqv");
+  // DBRX: clamp_kqv is required, as llama.cpp's loader has it.
+  kv = common("dbrx");
+  kv.push_back({"dbrx.attention.layer_norm_epsilon", 6, 0, 1e-5f});
+  kv.push_back(gguf_u32("dbrx.expert_count", 4));
+  kv.push_back(gguf_u32("dbrx.expert_used_count", 2));
+  expect_refused(dir.file("dbrx_clamp.gguf"), kv, {{"token_embd.weight", {64, 256}}}, StatusCode::corrupt, "clamp_kqv");
 }
 
 // Apertus's xIELU parameters are metadata (xielu.*, one f32 per layer, or one for all), read as
@@ -305,7 +324,7 @@ TEST_P(GgufLlamaVariantsF32, LogitsDecodeAndGreedyTokensMatchTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GgufLlamaVariantsF32,
-                         ::testing::Values("gguf_olmo", "gguf_olmo2", "gguf_olmo3", "gguf_exaone4", "gguf_glm4", "gguf_seed_oss",
+                         ::testing::Values("gguf_olmo", "gguf_dbrx", "gguf_olmo2", "gguf_olmo3", "gguf_exaone4", "gguf_glm4", "gguf_seed_oss",
                                            "gguf_ernie4_5", "gguf_hunyuan_dense", "gguf_olmoe", "gguf_apertus",
                                            "gguf_ernie4_5_moe", "gguf_llama4", "gguf_minimax_m2", "gguf_command_r",
                                            "gguf_cohere2", "gguf_hunyuan_moe", "gguf_dots1", "gguf_ministral3"),
