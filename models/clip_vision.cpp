@@ -9,9 +9,6 @@
 namespace brigade {
 namespace {
 
-// Position rows per encoder pass: one 336-pixel CLIP-L/14 image is 577 of them.
-constexpr int kRowsPerPass = 4096;
-
 std::string tower(const std::string& suffix) { return "vision_tower." + suffix; }
 
 }  // namespace
@@ -72,21 +69,14 @@ double ClipVision::flops_per_image() const {
 
 Status ClipVision::allocate_scratch() {
   Backend& b = *backend_;
-  const int64_t p = n_positions(), h = v_.hidden_size, f = n_features();
-  sc_.max_images = static_cast<int>(std::max<int64_t>(1, kRowsPerPass / p));
-  const int64_t g = sc_.max_images, rows = g * p;
+  BRIGADE_RETURN_IF_ERROR(sc_.vit.allocate(b, v_, n_positions()));
+  const int64_t h = v_.hidden_size, f = n_features(), g = sc_.vit.max_images;
   const DType f32 = DType::f32;
-  BRIGADE_ASSIGN_OR_RETURN(sc_.patches, alloc_tensor(b, f32, rows, v_.patch_width()));
-  BRIGADE_ASSIGN_OR_RETURN(sc_.x, alloc_tensor(b, f32, rows, h));
-  BRIGADE_ASSIGN_OR_RETURN(sc_.normed, alloc_tensor(b, f32, rows, h));
-  BRIGADE_ASSIGN_OR_RETURN(sc_.qkv, alloc_tensor(b, f32, rows, 3 * h));
-  BRIGADE_ASSIGN_OR_RETURN(sc_.attn, alloc_tensor(b, f32, rows, h));
-  BRIGADE_ASSIGN_OR_RETURN(sc_.mlp, alloc_tensor(b, f32, rows, v_.intermediate_size));
   BRIGADE_ASSIGN_OR_RETURN(sc_.selected, alloc_tensor(b, f32, g * f, h));
   BRIGADE_ASSIGN_OR_RETURN(sc_.proj, alloc_tensor(b, f32, g * f, text_hidden_));
   BRIGADE_ASSIGN_OR_RETURN(sc_.proj_part, alloc_tensor(b, f32, g * f, text_hidden_));
   BRIGADE_ASSIGN_OR_RETURN(sc_.select_rows, alloc_tensor(b, DType::i32, 1, g * f));
-  return sc_.attention.allocate(b, sc_.max_images, p, v_.n_heads, v_.head_dim());
+  return Status::ok();
 }
 
 Status ClipVision::encode(std::span<const StepImage> images, const Tensor& out) {
@@ -94,12 +84,11 @@ Status ClipVision::encode(std::span<const StepImage> images, const Tensor& out) 
   BRIGADE_CHECK(out.ndim == 2 && out.dim(0) == static_cast<int64_t>(images.size()) * f && out.dim(1) == text_hidden_,
                 "LLaVA vision encode: out [images * features, text hidden]");
   for (const StepImage& im : images) BRIGADE_RETURN_IF_ERROR(check_square_image(im, v_, /*check_grid=*/true));
-  if (sc_.max_images == 0) BRIGADE_RETURN_IF_ERROR(allocate_scratch());
-  for (size_t first = 0; first < images.size(); first += static_cast<size_t>(sc_.max_images)) {
-    const int n = static_cast<int>(std::min(images.size() - first, static_cast<size_t>(sc_.max_images)));
+  if (!sc_.vit.allocated()) BRIGADE_RETURN_IF_ERROR(allocate_scratch());
+  return sc_.vit.each_pass(images.size(), [&](size_t first, int n) {
     encode_pass(images, first, n, out);
-  }
-  return Status::ok();
+    return Status::ok();
+  });
 }
 
 void ClipVision::project_state(const Tensor& x, int n, size_t block) {
@@ -126,16 +115,16 @@ void ClipVision::encode_pass(std::span<const StepImage> images, size_t first, in
   std::vector<float> host(static_cast<size_t>(rows * width), 0.0f);
   for (int i = 0; i < n; ++i)
     unfold_square_patches(images[first + static_cast<size_t>(i)].pixels->data(), v_, host.data() + (i * p + cls) * width);
-  const Tensor patches = sc_.patches.tensor.rows(0, rows);
+  const Tensor patches = sc_.vit.patches.tensor.rows(0, rows);
   b.upload(patches, host.data());
   // The kept rows of each image's states: its last f positions ("default" drops the first).
   std::vector<int32_t> keep(static_cast<size_t>(n * f));
   for (int i = 0; i < n; ++i)
     for (int64_t r = 0; r < f; ++r) keep[static_cast<size_t>(i * f + r)] = static_cast<int32_t>(i * p + p - f + r);
   b.upload(Tensor(sc_.select_rows.tensor.data, DType::i32, {n * f}), keep.data());
-  sc_.attention.plan(n, p);
+  sc_.vit.attention.plan(n, p);
 
-  Tensor x = sc_.x.tensor.rows(0, rows), normed = sc_.normed.tensor.rows(0, rows);
+  Tensor x = sc_.vit.x.tensor.rows(0, rows), normed = sc_.vit.normed.tensor.rows(0, rows);
   b.matmul(patches, patch_w_.tensor, patch_b_.tensor, x);
   const Tensor pos(pos_.tensor.data, DType::f32, {p, h});
   for (int i = 0; i < n; ++i) {
@@ -146,14 +135,16 @@ void ClipVision::encode_pass(std::span<const StepImage> images, size_t first, in
     b.layer_norm(x, pre_w_.tensor, pre_b_.tensor, v_.eps, normed);
     std::swap(x, normed);
   }
-  const VitBuffers buf{normed, sc_.qkv.tensor.rows(0, rows), sc_.attn.tensor.rows(0, rows), sc_.mlp.tensor.rows(0, rows)};
+  // x and normed may have swapped: the layers' normed is whichever x is not.
+  const VitBuffers buf{normed, sc_.vit.qkv.tensor.rows(0, rows), sc_.vit.attn.tensor.rows(0, rows),
+                       sc_.vit.mlp.tensor.rows(0, rows)};
   auto project_if_read = [&](int state) {
     for (size_t k = 0; k < v_.feature_layers.size(); ++k)
       if (v_.feature_layers[k] == state) project_state(x, n, k);
   };
   project_if_read(0);
   for (size_t l = 0; l < layers_.size(); ++l) {
-    run_vit_layer(b, layers_[l], act_, v_.eps, x, buf, sc_.attention);
+    run_vit_layer(b, layers_[l], act_, v_.eps, x, buf, sc_.vit.attention);
     project_if_read(static_cast<int>(l) + 1);
   }
   const Tensor proj = sc_.proj.tensor.rows(0, n * f);

@@ -22,6 +22,7 @@
 #include "models/model.h"
 #include "models/vision_config.h"
 #include "models/vit_layer.h"
+#include "models/vit_scratch.h"
 #include "models/weight_loader.h"
 
 namespace brigade {
@@ -45,9 +46,8 @@ class ClipVision {
 
  private:
   struct Scratch {
-    int max_images = 0;  // images per pass
-    OwnedTensor patches, x, normed, qkv, attn, mlp, selected, select_rows, proj, proj_part;
-    VitAttention attention;
+    VitScratch vit;  // the patch rows, the state and the layers' buffers; max_images per pass
+    OwnedTensor selected, select_rows, proj, proj_part;
   };
   int n_positions() const { return v_.n_patches() + (v_.class_token ? 1 : 0); }
   Status allocate_scratch();

@@ -10,10 +10,6 @@
 namespace brigade {
 namespace {
 
-// Patch rows per encoder pass: one 896-pixel Gemma 3 image (64 x 64 patches), or as many smaller
-// images as fit. Bounds the scratch (about 45 KB per row for the 400M tower's widths).
-constexpr int kRowsPerPass = 4096;
-
 std::string tower(const std::string& suffix) { return "vision_tower." + suffix; }
 
 }  // namespace
@@ -67,19 +63,13 @@ void Gemma3Vision::upload_i32(const Tensor& t, const std::vector<int32_t>& host)
 Status Gemma3Vision::allocate_scratch() {
   Backend& b = *backend_;
   const int64_t p = v_.n_patches(), h = v_.hidden_size, t = v_.tokens_per_image;
-  sc_.max_images = static_cast<int>(std::max<int64_t>(1, kRowsPerPass / p));
-  const int64_t g = sc_.max_images, rows = g * p;
+  BRIGADE_RETURN_IF_ERROR(sc_.vit.allocate(b, v_, p));
+  const int64_t g = sc_.vit.max_images;
   const DType f32 = DType::f32;
-  BRIGADE_ASSIGN_OR_RETURN(sc_.patches, alloc_tensor(b, f32, rows, v_.patch_width()));
-  BRIGADE_ASSIGN_OR_RETURN(sc_.x, alloc_tensor(b, f32, rows, h));
-  BRIGADE_ASSIGN_OR_RETURN(sc_.normed, alloc_tensor(b, f32, rows, h));
-  BRIGADE_ASSIGN_OR_RETURN(sc_.qkv, alloc_tensor(b, f32, rows, 3 * h));
-  BRIGADE_ASSIGN_OR_RETURN(sc_.attn, alloc_tensor(b, f32, rows, h));
-  BRIGADE_ASSIGN_OR_RETURN(sc_.mlp, alloc_tensor(b, f32, rows, v_.intermediate_size));
   BRIGADE_ASSIGN_OR_RETURN(sc_.pooled, alloc_tensor(b, f32, g * t, h));
   BRIGADE_ASSIGN_OR_RETURN(sc_.pooled_normed, alloc_tensor(b, f32, g * t, h));
   BRIGADE_ASSIGN_OR_RETURN(sc_.pool_rows, alloc_tensor(b, DType::i32, 1, g * p));
-  return sc_.attention.allocate(b, sc_.max_images, p, v_.n_heads, v_.head_dim());
+  return Status::ok();
 }
 
 Status Gemma3Vision::encode(std::span<const StepImage> images, const Tensor& out) {
@@ -87,12 +77,8 @@ Status Gemma3Vision::encode(std::span<const StepImage> images, const Tensor& out
   BRIGADE_CHECK(out.ndim == 2 && out.dim(0) == static_cast<int64_t>(images.size()) * t && out.dim(1) == text_hidden_,
                 "vision encode: out [images * tokens_per_image, text hidden]");
   for (const StepImage& im : images) BRIGADE_RETURN_IF_ERROR(check_square_image(im, v_, /*check_grid=*/false));
-  if (sc_.max_images == 0) BRIGADE_RETURN_IF_ERROR(allocate_scratch());
-  for (size_t first = 0; first < images.size(); first += static_cast<size_t>(sc_.max_images)) {
-    const int n = static_cast<int>(std::min(images.size() - first, static_cast<size_t>(sc_.max_images)));
-    BRIGADE_RETURN_IF_ERROR(encode_pass(images, first, n, out));
-  }
-  return Status::ok();
+  if (!sc_.vit.allocated()) BRIGADE_RETURN_IF_ERROR(allocate_scratch());
+  return sc_.vit.each_pass(images.size(), [&](size_t first, int n) { return encode_pass(images, first, n, out); });
 }
 
 Status Gemma3Vision::encode_pass(std::span<const StepImage> images, size_t first, int n, const Tensor& out) {
@@ -102,10 +88,10 @@ Status Gemma3Vision::encode_pass(std::span<const StepImage> images, size_t first
   std::vector<float> host(static_cast<size_t>(rows * v_.patch_width()));
   for (int i = 0; i < n; ++i)
     unfold_square_patches(images[first + static_cast<size_t>(i)].pixels->data(), v_, host.data() + i * p * v_.patch_width());
-  const Tensor patches = sc_.patches.tensor.rows(0, rows);
+  const Tensor patches = sc_.vit.patches.tensor.rows(0, rows);
   b.upload(patches, host.data());
 
-  sc_.attention.plan(n, p);  // image i is sequence i: its patches see all of them
+  sc_.vit.attention.plan(n, p);  // image i is sequence i: its patches see all of them
   // Average pool: kernel offset (dy, dx) of token (ty, tx) of image i is patch row
   // i p + (ty k + dy) side + tx k + dx; pool_rows holds them offset-major.
   const int k = v_.pool_kernel(), side = v_.patches_per_side(), tside = v_.tokens_per_side();
@@ -119,13 +105,14 @@ Status Gemma3Vision::encode_pass(std::span<const StepImage> images, size_t first
             pool[at++] = static_cast<int32_t>(i * p + (ty * k + dy) * side + tx * k + dx);
   upload_i32(sc_.pool_rows.tensor, pool);
 
-  const Tensor x = sc_.x.tensor.rows(0, rows), normed = sc_.normed.tensor.rows(0, rows);
-  const Tensor qkv = sc_.qkv.tensor.rows(0, rows), attn = sc_.attn.tensor.rows(0, rows), mlp = sc_.mlp.tensor.rows(0, rows);
+  const Tensor x = sc_.vit.x.tensor.rows(0, rows);
+  const VitBuffers buf = sc_.vit.layer_buffers(rows);
+  const Tensor& normed = buf.normed;
   const float eps = v_.eps;
   b.matmul(patches, patch_w_.tensor, patch_b_.tensor, x);
   const Tensor pos(pos_.tensor.data, DType::f32, {p, h});
   for (int i = 0; i < n; ++i) b.add(x.rows(i * p, p), pos);
-  for (const VitLayer& L : layers_) run_vit_layer(b, L, VitAct::gelu_tanh, eps, x, {normed, qkv, attn, mlp}, sc_.attention);
+  for (const VitLayer& L : layers_) run_vit_layer(b, L, VitAct::gelu_tanh, eps, x, buf, sc_.vit.attention);
   b.layer_norm(x, post_w_.tensor, post_b_.tensor, eps, normed);
 
   // AvgPool2d(k, k): the sum over the kernel in (dy, dx) order, then divided by k * k.

@@ -15,6 +15,7 @@
 #include "models/model.h"
 #include "models/vision_config.h"
 #include "models/vit_layer.h"
+#include "models/vit_scratch.h"
 #include "models/weight_loader.h"
 
 namespace brigade {
@@ -27,7 +28,7 @@ class Gemma3Vision {
   Status load(WeightLoader& w, Backend& backend, const VisionConfig& v, int text_hidden);
   // out [images.size() * tokens_per_image, text_hidden] (activation dtype) = each image's
   // features in order. Checks each image's pixel count; images are encoded a few at a time
-  // (kRowsPerPass patch rows), in scratch allocated at the first call.
+  // (models/vit_scratch.h: kVitRowsPerPass patch rows), in scratch allocated at the first call.
   Status encode(std::span<const StepImage> images, const Tensor& out);
   // The work of encoding one image by the roofline rule (Model::step_cost): 2 flops per weight
   // per patch row, the attention's 4 * hidden per (patch, patch) pair, the projector's matmul;
@@ -37,9 +38,8 @@ class Gemma3Vision {
 
  private:
   struct Scratch {
-    int max_images = 0;  // images per pass
-    OwnedTensor patches, x, normed, qkv, attn, mlp, pooled, pooled_normed, pool_rows;
-    VitAttention attention;
+    VitScratch vit;  // the patch rows, the state and the layers' buffers; max_images per pass
+    OwnedTensor pooled, pooled_normed, pool_rows;
   };
   Status allocate_scratch();
   // One pass over images [first, first + n) into out rows [first * T, (first + n) * T).

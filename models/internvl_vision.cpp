@@ -9,9 +9,6 @@
 namespace brigade {
 namespace {
 
-// Position rows per encoder pass: 448-pixel tiles in 14-pixel patches are 1025 of them.
-constexpr int kRowsPerPass = 4096;
-
 std::string tower(const std::string& suffix) { return "vision_tower." + suffix; }
 
 }  // namespace
@@ -101,15 +98,9 @@ double InternVision::flops_per_tile() const {
 Status InternVision::allocate_scratch() {
   Backend& b = *backend_;
   const int64_t p = n_positions(), h = v_.hidden_size, f = tile_tokens(), patches = v_.n_patches();
-  sc_.max_tiles = static_cast<int>(std::max<int64_t>(1, kRowsPerPass / p));
-  const int64_t g = sc_.max_tiles, rows = g * p;
+  BRIGADE_RETURN_IF_ERROR(sc_.vit.allocate(b, v_, p));
+  const int64_t g = sc_.vit.max_images;
   const DType f32 = DType::f32;
-  BRIGADE_ASSIGN_OR_RETURN(sc_.patches, alloc_tensor(b, f32, rows, v_.patch_width()));
-  BRIGADE_ASSIGN_OR_RETURN(sc_.x, alloc_tensor(b, f32, rows, h));
-  BRIGADE_ASSIGN_OR_RETURN(sc_.normed, alloc_tensor(b, f32, rows, h));
-  BRIGADE_ASSIGN_OR_RETURN(sc_.qkv, alloc_tensor(b, f32, rows, 3 * h));
-  BRIGADE_ASSIGN_OR_RETURN(sc_.attn, alloc_tensor(b, f32, rows, h));
-  BRIGADE_ASSIGN_OR_RETURN(sc_.mlp, alloc_tensor(b, f32, rows, v_.intermediate_size));
   BRIGADE_ASSIGN_OR_RETURN(sc_.shuffled, alloc_tensor(b, f32, g * patches, h));
   BRIGADE_ASSIGN_OR_RETURN(sc_.proj, alloc_tensor(b, f32, g * f, text_hidden_));
   BRIGADE_ASSIGN_OR_RETURN(sc_.cls_rows, alloc_tensor(b, f32, g, h));
@@ -133,7 +124,7 @@ Status InternVision::allocate_scratch() {
   // The class token repeated g times (row 0 of cls_ gathered), scattered over each pass's class rows.
   b.upload(Tensor(sc_.proj.tensor.data, DType::i32, {g}), zeros.data());  // proj is free until the projector
   b.gather_rows(Tensor(cls_.tensor.data, f32, {1, h}), Tensor(sc_.proj.tensor.data, DType::i32, {g}), sc_.cls_rows.tensor);
-  return sc_.attention.allocate(b, sc_.max_tiles, p, v_.n_heads, v_.head_dim());
+  return Status::ok();
 }
 
 Status InternVision::encode(std::span<const StepImage> images, const Tensor& out) {
@@ -158,12 +149,11 @@ Status InternVision::encode(std::span<const StepImage> images, const Tensor& out
   const int64_t f = tile_tokens();
   BRIGADE_CHECK(out.ndim == 2 && out.dim(0) == static_cast<int64_t>(tiles.size()) * f && out.dim(1) == text_hidden_,
                 "InternVL vision encode: out [tiles * tile tokens, text hidden]");
-  if (sc_.max_tiles == 0) BRIGADE_RETURN_IF_ERROR(allocate_scratch());
-  for (size_t first = 0; first < tiles.size(); first += static_cast<size_t>(sc_.max_tiles)) {
-    const int n = static_cast<int>(std::min(tiles.size() - first, static_cast<size_t>(sc_.max_tiles)));
+  if (!sc_.vit.allocated()) BRIGADE_RETURN_IF_ERROR(allocate_scratch());
+  return sc_.vit.each_pass(tiles.size(), [&](size_t first, int n) {
     encode_pass(tiles, first, n, out);
-  }
-  return Status::ok();
+    return Status::ok();
+  });
 }
 
 void InternVision::encode_pass(std::span<const float* const> tiles, size_t first, int n, const Tensor& out) {
@@ -172,17 +162,18 @@ void InternVision::encode_pass(std::span<const float* const> tiles, size_t first
   const int64_t patches = v_.n_patches(), merged = int64_t{v_.merge} * v_.merge * h;
   std::vector<float> host(static_cast<size_t>(rows * width), 0.0f);  // each tile's class row left zero
   for (int i = 0; i < n; ++i) unfold_square_patches(tiles[first + static_cast<size_t>(i)], v_, host.data() + (i * p + 1) * width);
-  const Tensor patch_rows = sc_.patches.tensor.rows(0, rows);
+  const Tensor patch_rows = sc_.vit.patches.tensor.rows(0, rows);
   b.upload(patch_rows, host.data());
-  sc_.attention.plan(n, p);
+  sc_.vit.attention.plan(n, p);
 
-  Tensor x = sc_.x.tensor.rows(0, rows), normed = sc_.normed.tensor.rows(0, rows);
+  const Tensor x = sc_.vit.x.tensor.rows(0, rows);
+  const VitBuffers buf = sc_.vit.layer_buffers(rows);
+  const Tensor& normed = buf.normed;
   b.matmul(patch_rows, patch_w_.tensor, patch_b_.tensor, x);
   b.scatter_rows(x, Tensor(sc_.cls_ids.tensor.data, DType::i32, {n}), sc_.cls_rows.tensor.rows(0, n));
   const Tensor pos(pos_.tensor.data, DType::f32, {p, h});
   for (int i = 0; i < n; ++i) b.add(x.rows(i * p, p), pos);
-  const VitBuffers buf{normed, sc_.qkv.tensor.rows(0, rows), sc_.attn.tensor.rows(0, rows), sc_.mlp.tensor.rows(0, rows)};
-  for (const VitLayer& L : layers_) run_vit_layer(b, L, act_, v_.eps, x, buf, sc_.attention);
+  for (const VitLayer& L : layers_) run_vit_layer(b, L, act_, v_.eps, x, buf, sc_.vit.attention);
   Tensor state = x;
   if (v_.final_norm) {
     b.layer_norm(x, final_w_.tensor, final_b_.tensor, v_.eps, normed);
@@ -192,7 +183,7 @@ void InternVision::encode_pass(std::span<const float* const> tiles, size_t first
   const Tensor shuffled = sc_.shuffled.tensor.rows(0, n * patches);
   b.gather_rows(state, Tensor(sc_.shuffle_ids.tensor.data, DType::i32, {n * patches}), shuffled);
   const Tensor tokens(shuffled.data, DType::f32, {n * f, merged});
-  const Tensor tokens_normed(sc_.normed.tensor.data, DType::f32, {n * f, merged});
+  const Tensor tokens_normed(sc_.vit.normed.tensor.data, DType::f32, {n * f, merged});
   b.layer_norm(tokens, norm_w_.tensor, norm_b_.tensor, v_.projector_eps, tokens_normed);
   const Tensor proj = sc_.proj.tensor.rows(0, n * f);
   b.matmul(tokens_normed, linear_1_.tensor, linear_1_b_.tensor, proj);

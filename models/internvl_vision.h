@@ -25,6 +25,7 @@
 #include "models/model.h"
 #include "models/vision_config.h"
 #include "models/vit_layer.h"
+#include "models/vit_scratch.h"
 #include "models/weight_loader.h"
 
 namespace brigade {
@@ -48,9 +49,8 @@ class InternVision {
 
  private:
   struct Scratch {
-    int max_tiles = 0;  // tiles per pass
-    OwnedTensor patches, x, normed, qkv, attn, mlp, shuffled, proj, cls_rows, cls_ids, shuffle_ids;
-    VitAttention attention;
+    VitScratch vit;  // the patch rows, the state and the layers' buffers; max_images tiles per pass
+    OwnedTensor shuffled, proj, cls_rows, cls_ids, shuffle_ids;
   };
   int n_positions() const { return v_.n_patches() + 1; }
   Status allocate_scratch();

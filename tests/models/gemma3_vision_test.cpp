@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "hf_fixture.h"
+#include "tests/vision_fixture.h"
 #include "models/gemma3_vision.h"
 #include "models/image_processor.h"
 #include "models/model.h"
@@ -22,6 +23,7 @@ namespace {
 
 using testing::fixture_dir;
 using testing::make_step;
+using testing::max_diff;
 using testing::run_step;
 using testing::SeqChunk;
 
@@ -64,25 +66,13 @@ VisionFixture read_vision_fixture() {
   return f;
 }
 
-// The StepImages of a prompt at rows [row0, ...): one per run of image tokens, in order.
+// The StepImages of a prompt at rows [row0, ...): one per run of image tokens, in order (Gemma 3's
+// images have no grid: each is kTokensPerImage tokens).
 std::vector<StepImage> images_of(const VisionFixture& f, const VisionCase& c, int32_t row0) {
-  std::vector<StepImage> out;
-  size_t next = 0;
-  for (size_t r = 0; r < c.prompt.size(); ++r)
-    if (c.prompt[r] == kImageToken && (r == 0 || c.prompt[r - 1] != kImageToken))
-      out.push_back({row0 + static_cast<int32_t>(r), f.pixels[static_cast<size_t>(c.images[next++])]});
-  EXPECT_EQ(next, c.images.size());
-  return out;
-}
-
-float max_diff(const std::vector<float>& got, size_t row0, const std::vector<std::vector<float>>& want) {
-  float worst = 0.0f;
-  for (size_t r = 0; r < want.size(); ++r)
-    for (size_t v = 0; v < want[r].size(); ++v) {
-      const float d = std::fabs(got[(row0 + r) * want[r].size() + v] - want[r][v]);
-      worst = std::max(worst, std::isnan(d) ? INFINITY : d);
-    }
-  return worst;
+  std::vector<StepImage> pixels;
+  for (const auto& px : f.pixels) pixels.push_back({0, px});
+  return testing::images_in_chunk(c.prompt, c.images, pixels, {.image = kImageToken},
+                                  [](const StepImage&) { return kTokensPerImage; }, 0, SIZE_MAX, row0);
 }
 
 std::unique_ptr<Model> load_fixture(Backend& backend) {
@@ -138,15 +128,10 @@ TEST(Gemma3Vision, PromptsWithImagesMatchTransformersLogitsAndGreedyTokens) {
     step.images = images_of(f, c, 0);
     const std::vector<float> logits = run_step(*model, *backend, *kv, step);
     EXPECT_LE(max_diff(logits, 0, c.logits), kTol) << "prompt of " << c.prompt.size();
-    const int vocab = model->config().vocab_size;
-    int32_t next = testing::argmax(logits.data() + (c.prompt.size() - 1) * static_cast<size_t>(vocab), vocab);
-    std::vector<int32_t> greedy;
-    for (int n_past = static_cast<int>(c.prompt.size()); greedy.size() < c.greedy.size(); ++n_past) {
-      greedy.push_back(next);
-      const auto row = run_step(*model, *backend, *kv, make_step({{0, {next}, n_past, false}}, kPageSize, kPages));
-      next = testing::argmax(row.data(), vocab);
-    }
-    EXPECT_EQ(greedy, c.greedy);
+    const float* last = logits.data() + (c.prompt.size() - 1) * static_cast<size_t>(model->config().vocab_size);
+    EXPECT_EQ(testing::greedy_decode(*model, *backend, *kv, last, static_cast<int>(c.prompt.size()), c.greedy.size(),
+                                     kPageSize, kPages),
+              c.greedy);
   }
 }
 

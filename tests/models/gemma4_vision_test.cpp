@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "hf_fixture.h"
+#include "image_prompts.h"
 #include "model_test_util.h"
 #include "tests/vision_fixture.h"
 #include "models/gemma4.h"
@@ -36,7 +37,9 @@
 namespace brigade {
 namespace {
 
+using testing::encode_images;
 using testing::fixture_dir;
+using testing::fixture_json;
 using testing::relative_error;
 
 constexpr const char* kFixture = "gemma4_vision";
@@ -48,36 +51,25 @@ constexpr int32_t kImage = 7, kBoi = 8;
 constexpr float kFeatureTol = 2e-5f;
 constexpr float kLogitTol = 5e-4f;
 
-nlohmann::json read_json(const std::string& fixture, const std::string& file) {
-  return nlohmann::json::parse(read_text_file(fixture_dir(fixture) + "/" + file).value());
-}
-
-struct FixtureImage {
-  StepImage image;              // the processor's patch rows and grid
-  std::vector<float> features;  // [tokens * text hidden]
+// The fixture's images as the tower takes them (the processor's patch rows and grid), and
+// transformers' features of each ([tokens * text hidden]).
+struct FixtureImages {
+  std::vector<StepImage> pixels;
+  std::vector<std::vector<float>> features;
 };
 
-std::vector<float> rows_of(const nlohmann::json& rows) {
-  std::vector<float> out;
-  for (const auto& row : rows)
-    for (float v : row.get<std::vector<float>>()) out.push_back(v);
-  return out;
-}
-
 // The fixture's pixel values: whole levels over 255 (rescale: float32(double(level) / 255)).
-std::vector<FixtureImage> read_images(const std::string& fixture) {
-  std::vector<FixtureImage> out;
-  const nlohmann::json j = read_json(fixture, "expected.json");
+FixtureImages read_images(const std::string& fixture) {
+  FixtureImages out;
+  const nlohmann::json j = fixture_json(fixture, "expected.json");
   for (const auto& im : j.at("images")) {
     const auto bytes = decode_data_url("data:a;base64," + im.at("pixels_b64").get<std::string>()).value();
     auto px = std::make_shared<std::vector<float>>();
     for (uint8_t b : bytes) px->push_back(static_cast<float>(static_cast<double>(b) * (1.0 / 255.0)));
     const auto grid = im.at("grid").get<std::vector<int>>();
-    FixtureImage f;
-    f.image = {0, std::move(px), grid.at(0), grid.at(1)};
-    f.features = rows_of(im.at("features"));
-    out.push_back(std::move(f));
+    out.pixels.push_back({0, std::move(px), grid.at(0), grid.at(1)});
   }
+  out.features = testing::read_image_features(j);
   return out;
 }
 
@@ -85,7 +77,7 @@ std::vector<FixtureImage> read_images(const std::string& fixture) {
 
 TEST(Gemma4ImageProcessor, TargetSizesAndTokenCountsAreTransformers) {
   int n = 0;
-  const nlohmann::json j = read_json(kFixture, "expected.json");
+  const nlohmann::json j = fixture_json(kFixture, "expected.json");
   for (const auto& row : j.at("sizes")) {
     const auto hw = row.at("hw").get<std::vector<int>>();
     const auto want = row.at("target").get<std::vector<int>>();
@@ -112,26 +104,26 @@ TEST(Gemma4ImageProcessor, PatchRowsFromThePngsAreTransformers) {
   EXPECT_EQ(config->max_soft_tokens, 70);
   EXPECT_EQ(config->steps.resample, Resample::bicubic);
   EXPECT_FALSE(config->steps.do_normalize);
-  const auto images = read_images(kFixture);
+  const auto images = read_images(kFixture).pixels;
   for (size_t k = 0; k < images.size(); ++k) {
     const auto bytes = read_text_file(fixture_dir(kFixture) + "/image" + std::to_string(k) + ".png").value();
     const auto got = gemma4_image_pixels(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()),
                                          *config);
     ASSERT_TRUE(got.has_value()) << got.status().to_string();
-    EXPECT_EQ(got->grid_h, images[k].image.grid_h) << "image " << k;
-    EXPECT_EQ(got->grid_w, images[k].image.grid_w) << "image " << k;
-    ASSERT_EQ(got->pixels.size(), images[k].image.pixels->size()) << "image " << k;
+    EXPECT_EQ(got->grid_h, images[k].grid_h) << "image " << k;
+    EXPECT_EQ(got->grid_w, images[k].grid_w) << "image " << k;
+    ASSERT_EQ(got->pixels.size(), images[k].pixels->size()) << "image " << k;
     float worst = 0.0f;
-    for (size_t i = 0; i < got->pixels.size(); ++i) worst = std::max(worst, std::fabs(got->pixels[i] - (*images[k].image.pixels)[i]));
+    for (size_t i = 0; i < got->pixels.size(); ++i) worst = std::max(worst, std::fabs(got->pixels[i] - (*images[k].pixels)[i]));
     EXPECT_EQ(worst, 0.0f) << "image " << k;
   }
   // A tower of other patches is refused by field, and so is a max_soft_tokens transformers refuses.
   EXPECT_NE(model_gemma4_image_processor(fixture_dir(kFixture), 16, 3).status().message().find("patch_size"),
             std::string::npos);
-  nlohmann::json bad = read_json(kFixture, "preprocessor_config.json");
+  nlohmann::json bad = fixture_json(kFixture, "preprocessor_config.json");
   bad["max_soft_tokens"] = 100;
   EXPECT_NE(parse_gemma4_image_processor_config(bad).status().message().find("max_soft_tokens"), std::string::npos);
-  bad = read_json(kFixture, "preprocessor_config.json");
+  bad = fixture_json(kFixture, "preprocessor_config.json");
   bad["image_processor_type"] = "Gemma3ImageProcessor";
   EXPECT_EQ(parse_gemma4_image_processor_config(bad).status().code(), StatusCode::unsupported);
 }
@@ -140,40 +132,22 @@ TEST(Gemma4ImageProcessor, PatchRowsFromThePngsAreTransformers) {
 
 using Tower = testing::LoadedTower<Gemma4Vision>;
 
+// The fixture's tower under gemma3_tensors' names; `edit` edits the config read first.
 std::unique_ptr<Tower> load_tower(const std::string& fixture, const std::function<void(VisionConfig&)>& edit = {}) {
-  auto t = std::make_unique<Tower>();
-  auto v = read_gemma4_vision(read_json(fixture, "config.json"), kTextVocab);
-  EXPECT_TRUE(v.has_value()) << v.status().to_string();
-  if (!v) return nullptr;
-  t->v = *v;
-  if (edit) edit(t->v);
-  return testing::load_tower_from(*t, fixture_dir(fixture), kTextHidden,
-                                  [](std::map<std::string, RawTensor> m) { return gemma3_tensors(std::move(m)); })
-             ? std::move(t)
-             : nullptr;
+  return testing::load_fixture_tower<Gemma4Vision>(
+      fixture_dir(fixture), read_gemma4_vision(fixture_json(fixture, "config.json"), kTextVocab), kTextHidden,
+      [](Tower&, std::map<std::string, RawTensor> m) { return gemma3_tensors(std::move(m)); }, edit);
 }
 
-std::vector<std::vector<float>> encode(Tower& t, const std::vector<StepImage>& images) {
-  return testing::encode_each(t, images, kTextHidden,
-                              [&t](const StepImage& im) { return t.v.image_features(im.grid_h, im.grid_w); });
-}
-
+// Each image alone, then all three in one call (each encoded on its own): each one's features.
 TEST(Gemma4Vision, FeaturesAreTransformers) {
   for (const char* fixture : {kFixture, kPleFixture}) {
     const auto images = read_images(fixture);
-    ASSERT_EQ(images.size(), 3u);
+    ASSERT_EQ(images.pixels.size(), 3u);
     auto t = load_tower(fixture);
     ASSERT_NE(t, nullptr);
-    float worst = 0.0f;
-    for (size_t i = 0; i < images.size(); ++i) {
-      const float err = relative_error(encode(*t, {images[i].image}).at(0), images[i].features);
-      EXPECT_LE(err, kFeatureTol) << fixture << " image " << i;
-      worst = std::max(worst, err);
-    }
-    // All three in one call (each encoded on its own) give each one's features.
-    const auto all = encode(*t, {images[2].image, images[0].image, images[1].image});
-    EXPECT_LE(relative_error(all.at(0), images[2].features), kFeatureTol);
-    EXPECT_LE(relative_error(all.at(2), images[1].features), kFeatureTol);
+    const float worst =
+        testing::expect_features_alone_and_together(*t, images.pixels, images.features, {2, 0, 1}, kFeatureTol);
     std::printf("[ measured ] %s: largest feature difference relative to the largest feature: %.3g\n", fixture, worst);
   }
 }
@@ -187,12 +161,12 @@ TEST(Gemma4Vision, ClampsAndPositionsMatter) {
   auto t = load_tower(kFixture);
   ASSERT_NE(t, nullptr);
   float least_unclamped = INFINITY, least_swapped = INFINITY;
-  for (size_t i = 0; i < images.size(); ++i) {
-    const float unclamped_err = relative_error(encode(*unclamped, {images[i].image}).at(0), images[i].features);
+  for (size_t i = 0; i < images.pixels.size(); ++i) {
+    const float unclamped_err = relative_error(encode_images(*unclamped, {images.pixels[i]}).at(0), images.features[i]);
     EXPECT_GT(unclamped_err, 100 * kFeatureTol) << "image " << i;
-    StepImage swapped = images[i].image;
+    StepImage swapped = images.pixels[i];
     std::swap(swapped.grid_h, swapped.grid_w);
-    const float swapped_err = relative_error(encode(*t, {swapped}).at(0), images[i].features);
+    const float swapped_err = relative_error(encode_images(*t, {swapped}).at(0), images.features[i]);
     EXPECT_GT(swapped_err, 100 * kFeatureTol) << "image " << i;
     least_unclamped = std::min(least_unclamped, unclamped_err), least_swapped = std::min(least_swapped, swapped_err);
   }
@@ -201,13 +175,13 @@ TEST(Gemma4Vision, ClampsAndPositionsMatter) {
   // A grid that is not whole pooling blocks, or pixels of the wrong count, are refused.
   auto buf = t->backend->allocate(sizeof(float) * 64 * kTextHidden);
   ASSERT_TRUE(buf.has_value());
-  StepImage odd = images[0].image;
+  StepImage odd = images.pixels[0];
   odd.grid_h -= 1;
   EXPECT_EQ(t->tower.encode({&odd, 1}, buf->view(DType::f32, {1, kTextHidden})).code(), StatusCode::invalid_argument);
 }
 
 TEST(Gemma4VisionConfig, ReadsTheFixturesConfigAndRefusesByName) {
-  const auto base = read_json(kFixture, "config.json");
+  const auto base = fixture_json(kFixture, "config.json");
   const auto v = read_gemma4_vision(base, kTextVocab);
   ASSERT_TRUE(v.has_value()) << v.status().to_string();
   EXPECT_EQ(v->kind, VisionKind::gemma4);
@@ -230,11 +204,11 @@ TEST(Gemma4VisionConfig, ReadsTheFixturesConfigAndRefusesByName) {
   EXPECT_TRUE(c->vision.bidirectional);
   EXPECT_TRUE(c->vision.whole_images());
   EXPECT_TRUE(c->vision_off.empty());
-  const auto ple = parse_hf_config(read_json(kPleFixture, "config.json").dump());
+  const auto ple = parse_hf_config(fixture_json(kPleFixture, "config.json").dump());
   ASSERT_TRUE(ple.has_value());
   EXPECT_FALSE(ple->vision.bidirectional);
   EXPECT_FALSE(ple->vision.whole_images());
-  const std::pair<std::function<void(nlohmann::json&)>, std::string> bad[] = {
+  testing::expect_refused_by_name(base, {
       {[](auto& j) { j["vision_config"]["hidden_activation"] = "silu"; }, "hidden_activation 'silu'"},
       {[](auto& j) { j["vision_config"]["attention_bias"] = true; }, "vision_config.attention_bias"},
       {[](auto& j) { j["vision_config"]["num_key_value_heads"] = 1; }, "vision_config.num_key_value_heads"},
@@ -243,14 +217,7 @@ TEST(Gemma4VisionConfig, ReadsTheFixturesConfigAndRefusesByName) {
       {[](auto& j) { j["vision_config"]["output_proj_dims"] = 64; }, "output_proj_dims"},
       {[](auto& j) { j["vision_config"]["pooling_kernel_size"] = 0; }, "pooling_kernel_size"},
       {[](auto& j) { j["image_token_id"] = 5000; }, "image_token_id 5000"},
-  };
-  for (const auto& [mutate, want] : bad) {
-    nlohmann::json j = base;
-    mutate(j);
-    const auto r = read_gemma4_vision(j, kTextVocab);
-    ASSERT_FALSE(r.has_value()) << want;
-    EXPECT_NE(r.status().message().find(want), std::string::npos) << r.status().message();
-  }
+  }, [](const nlohmann::json& j) { return read_gemma4_vision(j, kTextVocab); });
   nlohmann::json all = base;
   all["text_config"]["use_bidirectional_attention"] = "all";
   EXPECT_NE(parse_hf_config(all.dump()).status().message().find("use_bidirectional_attention"), std::string::npos);
@@ -267,7 +234,7 @@ struct Case {
 
 std::vector<Case> read_cases(const std::string& fixture) {
   std::vector<Case> out;
-  const nlohmann::json j = read_json(fixture, "expected.json");
+  const nlohmann::json j = fixture_json(fixture, "expected.json");
   for (const auto& c : j.at("cases"))
     out.push_back({c.at("prompt").get<std::vector<int32_t>>(), c.at("images").get<std::vector<int>>(),
                    c.at("logits").get<std::vector<std::vector<float>>>(),
@@ -277,21 +244,10 @@ std::vector<Case> read_cases(const std::string& fixture) {
 
 // The StepImages of the prompt's rows [from, to) at step rows (r - from): each image's run of
 // <|image|> (after its <|image>), an image begun before `from` continuing at row 0.
-std::vector<StepImage> images_of(const std::vector<FixtureImage>& images, const VisionConfig& v, const Case& c,
-                                 size_t from = 0, size_t to = SIZE_MAX) {
-  std::vector<StepImage> out;
-  size_t next = 0;
-  for (size_t r = 0; r < c.prompt.size(); ++r) {
-    if (c.prompt[r] != kImage || (r > 0 && c.prompt[r - 1] == kImage)) continue;
-    const StepImage& im = images.at(static_cast<size_t>(c.images.at(next++))).image;
-    const size_t end = r + static_cast<size_t>(v.image_tokens(im.grid_h, im.grid_w));
-    if (r < to && end > from) {
-      const size_t first = from > r ? from - r : 0;
-      out.push_back({static_cast<int32_t>(r + first - from), im.pixels, im.grid_h, im.grid_w, static_cast<int32_t>(first)});
-    }
-  }
-  EXPECT_EQ(next, c.images.size());
-  return out;
+std::vector<StepImage> images_of(const FixtureImages& images, const VisionConfig& v, const Case& c, size_t from = 0,
+                                 size_t to = SIZE_MAX) {
+  return testing::images_in_chunk(c.prompt, c.images, images.pixels, {.image = kImage, .begin = kBoi},
+                                  [&v](const StepImage& im) { return v.image_tokens(im.grid_h, im.grid_w); }, from, to);
 }
 
 class Gemma4Images : public ::testing::TestWithParam<const char*> {
@@ -316,37 +272,19 @@ class Gemma4Images : public ::testing::TestWithParam<const char*> {
     keep_.push_back(std::move(*ck));
     return std::move(*model);
   }
-  float logit_diff(const Model& m, const std::vector<float>& got, const std::vector<std::vector<float>>& want,
-                   size_t row0 = 0) const {
-    const size_t vocab = static_cast<size_t>(m.config().vocab_size);
-    float worst = 0.0f;
-    for (size_t r = 0; r < want.size(); ++r)
-      for (size_t v = 0; v < want[r].size(); ++v) {
-        const float d = std::fabs(got[(row0 + r) * vocab + v] - want[r][v]);
-        worst = std::max(worst, std::isnan(d) ? INFINITY : d);
-      }
-    return worst;
+  float logit_diff(const Model& m, const std::vector<float>& got, const std::vector<std::vector<float>>& want) const {
+    return testing::logit_diff(got, static_cast<size_t>(m.config().vocab_size), want);
   }
   // Case c in chunks of `size` rows (whole when 0): every position's logits.
   std::vector<float> prefill(Model& m, const Case& c, size_t size, const KvCache& kv) {
-    std::vector<float> all;
-    const size_t n = c.prompt.size();
-    for (size_t from = 0; from < n; from += size == 0 ? n : size) {
-      const size_t to = size == 0 ? n : std::min(n, from + size);
-      StepBatch step = testing::make_step(
-          {{0, std::vector<int32_t>(c.prompt.begin() + static_cast<long>(from), c.prompt.begin() + static_cast<long>(to)),
-            static_cast<int>(from), true}},
-          kPageSize, kPages);
-      step.images = images_of(images_, m.config().vision, c, from, to);
-      const std::vector<float> rows = testing::run_step(m, *backend_, kv, step);
-      all.insert(all.end(), rows.begin(), rows.end());
-    }
-    return all;
+    return testing::prefill_chunks(m, *backend_, kv, c.prompt, size, kPageSize, kPages, [&](size_t from, size_t to) {
+      return images_of(images_, m.config().vision, c, from, to);
+    });
   }
   static constexpr int kPageSize = 16, kPages = 12;
   std::unique_ptr<Backend> backend_ = make_cpu_backend({.n_threads = 2});
   std::vector<std::unique_ptr<Checkpoint>> keep_;
-  std::vector<FixtureImage> images_;
+  FixtureImages images_;
   std::vector<Case> cases_;
   std::unique_ptr<Model> model_;
 };

@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "hf_fixture.h"
+#include "image_prompts.h"
+#include "model_test_util.h"
 #include "tests/vision_fixture.h"
 #include "models/model.h"
 #include "models/model_config.h"
@@ -30,7 +32,9 @@
 namespace brigade {
 namespace {
 
+using testing::encode_images;
 using testing::fixture_dir;
+using testing::fixture_json;
 using testing::make_step;
 using testing::relative_error;
 
@@ -38,10 +42,6 @@ constexpr int32_t kImageStart = 266, kImageEnd = 267, kImageToken = 270;
 constexpr int kMerge = 2, kTextHidden = 32;
 constexpr float kFeatureTol = 1e-4f;  // relative, fp32 both sides, sums in other orders
 constexpr float kLogitTol = 5e-4f;
-
-nlohmann::json read_json(const std::string& fixture, const std::string& file) {
-  return nlohmann::json::parse(read_text_file(fixture_dir(fixture) + "/" + file).value());
-}
 
 struct GlmImage {
   testing::QwenVlImage image;
@@ -53,22 +53,16 @@ struct GlmFixture {
   std::vector<testing::QwenVlCase> cases;
 };
 
-std::vector<float> flatten(const nlohmann::json& rows) {
-  std::vector<float> out;
-  for (const auto& row : rows) for (float v : row.get<std::vector<float>>()) out.push_back(v);
-  return out;
-}
-
 // The fixture's cases and features; the pixel rows are glm4v's (both fixtures preprocess the same
 // images with the same processor).
 GlmFixture read_fixture(const std::string& name) {
   GlmFixture f;
-  const auto j = read_json(name, "expected.json"), pixels = read_json("glm4v", "expected.json");
+  const auto j = fixture_json(name, "expected.json"), pixels = fixture_json("glm4v", "expected.json");
   for (size_t i = 0; i < j.at("images").size(); ++i) {
     const auto& im = j.at("images")[i];
     const auto thw = im.at("grid_thw").get<std::vector<int>>();
-    auto px = std::make_shared<std::vector<float>>(flatten(pixels.at("images")[i].at("pixel_values")));
-    f.images.push_back({{std::move(px), thw.at(1), thw.at(2)}, flatten(im.at("features"))});
+    auto px = std::make_shared<std::vector<float>>(testing::flatten_floats(pixels.at("images")[i].at("pixel_values")));
+    f.images.push_back({{std::move(px), thw.at(1), thw.at(2)}, testing::flatten_floats(im.at("features"))});
   }
   for (const auto& c : j.at("cases"))
     f.cases.push_back({c.at("prompt").get<std::vector<int32_t>>(), c.at("images").get<std::vector<int>>(),
@@ -77,22 +71,18 @@ GlmFixture read_fixture(const std::string& name) {
   return f;
 }
 
-// The images of the prompt's rows [from, to) (a run of image tokens each), placed from row 0 of
-// the step, a cut one continuing at its token `first`.
-std::vector<StepImage> images_of(const GlmFixture& f, const testing::QwenVlCase& c, size_t from, size_t to) {
+std::vector<StepImage> step_images(const GlmFixture& f) {
   std::vector<StepImage> out;
-  size_t next = 0;
-  for (size_t r = 0; r < c.prompt.size(); ++r)
-    if (c.prompt[r] == kImageToken && (r == 0 || c.prompt[r - 1] != kImageToken)) {
-      const testing::QwenVlImage& im = f.images[static_cast<size_t>(c.images[next++])].image;
-      const size_t end = r + static_cast<size_t>((im.grid_h / kMerge) * (im.grid_w / kMerge));
-      if (r < to && end > from) {
-        const size_t first = from > r ? from - r : 0;
-        out.push_back({static_cast<int32_t>(r + first - from), im.pixels, im.grid_h, im.grid_w,
-                       static_cast<int32_t>(first)});
-      }
-    }
+  for (const GlmImage& im : f.images) out.push_back({0, im.image.pixels, im.image.grid_h, im.image.grid_w});
   return out;
+}
+
+// The images of the prompt's rows [from, to) (a run of image tokens each, between the image's
+// begin and end markers), placed from row 0 of the step, a cut one continuing at its token `first`.
+std::vector<StepImage> images_of(const GlmFixture& f, const testing::QwenVlCase& c, size_t from, size_t to) {
+  return testing::images_in_chunk(
+      c.prompt, c.images, step_images(f), {.image = kImageToken, .begin = kImageStart, .end = kImageEnd},
+      [](const StepImage& im) { return (im.grid_h / kMerge) * (im.grid_w / kMerge); }, from, to);
 }
 
 // The chunk [from, to) of a prompt as the scheduler sends it, shifted by the images before it.
@@ -117,7 +107,7 @@ class Glm4v : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(Glm4v, TheConfigIsAGlmDecoderWithMropeBesideTheGlmTower) {
   const std::string name = GetParam();
-  auto c = parse_hf_config(read_json(name, "config.json").dump());
+  auto c = parse_hf_config(fixture_json(name, "config.json").dump());
   ASSERT_TRUE(c.has_value()) << c.status().to_string();
   EXPECT_TRUE(c->multimodal_text);
   EXPECT_EQ(c->mrope_section, (std::vector<int>{2, 1, 1}));
@@ -146,7 +136,7 @@ TEST_P(Glm4v, TheConfigIsAGlmDecoderWithMropeBesideTheGlmTower) {
 }
 
 TEST(Glm4vConfig, PartialRotaryAndSectionDefaultsAreTransformers) {
-  auto j = read_json("glm4v", "config.json");
+  auto j = fixture_json("glm4v", "config.json");
   j["text_config"]["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 10000.0}};
   j["text_config"]["num_attention_heads"] = 1;  // head_dim 32: all of it rotated, sections 8 + 12 + 12 = 16
   j["text_config"]["num_key_value_heads"] = 1;
@@ -163,7 +153,7 @@ TEST(Glm4vConfig, PartialRotaryAndSectionDefaultsAreTransformers) {
 }
 
 TEST(Glm4vConfig, BadVisionConfigsAreRefusedByName) {
-  const auto base = read_json("glm4v", "config.json");
+  const auto base = fixture_json("glm4v", "config.json");
   const std::vector<std::pair<nlohmann::json, std::string>> bad = {
       {{{"hidden_act", "gelu"}}, "vision_config.hidden_act 'gelu'; supported: silu"},
       {{{"image_size", 18}}, "vision_config.image_size 18"},
@@ -210,48 +200,18 @@ using Tower = testing::LoadedTower<QwenVision>;
 enum class Mutation { none, zero_positions, channel_major_downsample };
 
 std::unique_ptr<Tower> load_tower(const std::string& name, Mutation mutation = Mutation::none) {
-  auto t = std::make_unique<Tower>();
-  auto c = parse_hf_config(read_json(name, "config.json").dump());
+  auto c = parse_hf_config(fixture_json(name, "config.json").dump());
   EXPECT_TRUE(c.has_value()) << c.status().to_string();
   if (!c) return nullptr;
-  t->v = c->vision;
-  auto file = MappedFile::open(fixture_dir(name) + "/model.safetensors");
-  EXPECT_TRUE(file.has_value());
-  if (!file) return nullptr;
-  t->file = *file;
-  std::map<std::string, RawTensor> tensors;
-  EXPECT_TRUE(read_safetensors(t->file, tensors).is_ok());
-  tensors = qwen_vl_tensors(std::move(tensors));
-  if (mutation == Mutation::zero_positions) {
-    RawTensor& z = tensors.at("visual.embeddings.position_embedding.weight");
-    z.bytes = t->bytes.emplace_back(z.bytes.size(), uint8_t{0});
-  } else if (mutation == Mutation::channel_major_downsample) {  // W'[r][c * unit + k] = W[r][k * h + c]
-    RawTensor& m = tensors.at("visual.downsample.weight");
-    const int64_t h = t->v.hidden_size, unit = int64_t{kMerge} * kMerge, rows = m.shape[0];
-    std::vector<uint8_t>& out = t->bytes.emplace_back(m.bytes.size());
-    const auto* src = reinterpret_cast<const float*>(m.bytes.data());
-    auto* dst = reinterpret_cast<float*>(out.data());
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t ch = 0; ch < h; ++ch)
-        for (int64_t k = 0; k < unit; ++k) dst[r * unit * h + ch * unit + k] = src[r * unit * h + k * h + ch];
-    m.bytes = out;
-  }
-  t->ck = Checkpoint::from_memory(fixture_dir(name), ModelConfig{}, std::move(tensors));
-  WeightLoader w(*t->ck, *t->backend, std::nullopt);
-  const Status loaded = t->tower.load(w, *t->backend, t->v, kTextHidden);
-  EXPECT_TRUE(loaded.is_ok()) << loaded.to_string();
-  return loaded.is_ok() ? std::move(t) : nullptr;
-}
-
-std::vector<std::vector<float>> encode(Tower& t, const std::vector<StepImage>& images) {
-  return testing::encode_each(t, images, kTextHidden,
-                              [&t](const StepImage& im) { return t.v.image_features(im.grid_h, im.grid_w); });
-}
-
-std::vector<StepImage> step_images(const GlmFixture& f) {
-  std::vector<StepImage> out;
-  for (const GlmImage& im : f.images) out.push_back({0, im.image.pixels, im.image.grid_h, im.image.grid_w});
-  return out;
+  auto rename = [mutation](Tower& t, std::map<std::string, RawTensor> tensors) {
+    tensors = qwen_vl_tensors(std::move(tensors));
+    if (mutation == Mutation::zero_positions)
+      testing::zero_tensor(t, tensors.at("visual.embeddings.position_embedding.weight"));
+    else if (mutation == Mutation::channel_major_downsample)
+      testing::make_channel_major(t, tensors.at("visual.downsample.weight"), t.v.hidden_size, int64_t{kMerge} * kMerge);
+    return tensors;
+  };
+  return testing::load_fixture_tower<QwenVision>(fixture_dir(name), c->vision, kTextHidden, rename);
 }
 
 TEST_P(Glm4v, ImageFeaturesAreTransformersAloneAndTogether) {
@@ -259,17 +219,16 @@ TEST_P(Glm4v, ImageFeaturesAreTransformersAloneAndTogether) {
   auto t = load_tower(GetParam());
   ASSERT_NE(t, nullptr);
   const std::vector<StepImage> images = step_images(f);
-  const auto together = encode(*t, images);
-  ASSERT_EQ(together.size(), f.images.size());
+  std::vector<std::vector<float>> want;
+  for (const GlmImage& im : f.images) want.push_back(im.features);
   for (size_t k = 0; k < images.size(); ++k) {
-    const auto alone = encode(*t, {images[k]});
-    ASSERT_EQ(alone.size(), 1u);
-    const float err = relative_error(alone[0], f.images[k].features);
-    EXPECT_LE(err, kFeatureTol) << "image " << k;
-    EXPECT_LE(relative_error(together[k], f.images[k].features), kFeatureTol) << "image " << k << " with the others";
+    const float err = testing::expect_features(*t, images, want, {k}, kFeatureTol);
     std::printf("%s image %zu (%d x %d patches): relative error %.3g\n", GetParam(), k, images[k].grid_h,
                 images[k].grid_w, err);
   }
+  std::vector<size_t> all(images.size());
+  for (size_t k = 0; k < all.size(); ++k) all[k] = k;
+  testing::expect_features(*t, images, want, all, kFeatureTol);
 }
 
 TEST_P(Glm4v, BrokenPositionsOrDownsampleOrderMoveTheFeatures) {
@@ -277,7 +236,7 @@ TEST_P(Glm4v, BrokenPositionsOrDownsampleOrderMoveTheFeatures) {
   for (Mutation m : {Mutation::zero_positions, Mutation::channel_major_downsample}) {
     auto t = load_tower(GetParam(), m);
     ASSERT_NE(t, nullptr);
-    const auto got = encode(*t, step_images(f));
+    const auto got = encode_images(*t, step_images(f));
     for (size_t k = 0; k < got.size(); ++k)
       EXPECT_GT(relative_error(got[k], f.images[k].features), 1e-2f) << "mutation " << int(m) << ", image " << k;
   }
@@ -300,16 +259,10 @@ TEST_P(Glm4v, RotaryPositionsAreTransformersGetRopeIndex) {
 }
 
 // The largest |got - want| over the fixture's rows: got [rows, vocab], want the first ids of each
-// row (the fixture keeps N_LOGITS of them); infinite for a NaN or a short got.
+// row (the fixture keeps N_LOGITS of them); infinite for a short got.
 float max_logit_diff(const std::vector<float>& got, int vocab, const std::vector<std::vector<float>>& want) {
   if (got.size() < want.size() * static_cast<size_t>(vocab)) return INFINITY;
-  float worst = 0.0f;
-  for (size_t r = 0; r < want.size(); ++r)
-    for (size_t v = 0; v < want[r].size(); ++v) {
-      const float d = std::fabs(got[r * static_cast<size_t>(vocab) + v] - want[r][v]);
-      worst = std::max(worst, std::isnan(d) ? INFINITY : d);
-    }
-  return worst;
+  return testing::logit_diff(got, static_cast<size_t>(vocab), want);
 }
 
 std::unique_ptr<Model> load_model(Backend& backend, const std::string& name) {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "hf_fixture.h"
+#include "image_prompts.h"
 #include "model_test_util.h"
 #include "tests/vision_fixture.h"
 #include "models/image.h"
@@ -36,7 +37,9 @@
 namespace brigade {
 namespace {
 
+using testing::encode_images;
 using testing::fixture_dir;
+using testing::fixture_json;
 using testing::relative_error;
 
 constexpr int kTextHidden = 32;
@@ -47,16 +50,12 @@ constexpr int kTileTokens = 16;      // after the 0.5 pixel shuffle
 constexpr float kTol = 1e-5f;        // features, relative to their largest: fp32 both sides
 constexpr float kLogitTol = 5e-4f;   // logits through the tower, projector and language model
 
-nlohmann::json read_json(const std::string& fixture, const std::string& file) {
-  return nlohmann::json::parse(read_text_file(fixture_dir(fixture) + "/" + file).value());
-}
-
 // The fixture whose expected.json a fixture's outputs must equal (internvl_chat: internvl's).
 std::string reference_of(const std::string& fixture) { return fixture == "internvl_chat" ? "internvl" : fixture; }
 
 // The processor's tiles (internvl's pixel_values.f32) as StepImages of (tiles * 8) x 8 patches.
 std::vector<StepImage> read_pixels() {
-  const nlohmann::json j = read_json("internvl", "expected.json");
+  const nlohmann::json j = fixture_json("internvl", "expected.json");
   const std::string raw = read_text_file(fixture_dir("internvl") + "/pixel_values.f32").value();
   const size_t tile = 3 * 32 * 32;
   std::vector<StepImage> out;
@@ -74,34 +73,16 @@ std::vector<StepImage> read_pixels() {
 }
 
 std::vector<std::vector<float>> read_features(const std::string& fixture) {
-  std::vector<std::vector<float>> out;
-  const nlohmann::json j = read_json(fixture, "expected.json");  // the loop reads into it
-  for (const auto& im : j.at("images")) {
-    std::vector<float>& f = out.emplace_back();
-    for (const auto& row : im.at("features")) for (float v : row.get<std::vector<float>>()) f.push_back(v);
-  }
-  return out;
+  return testing::read_image_features(fixture_json(fixture, "expected.json"));
 }
 
 using Tower = testing::LoadedTower<InternVision>;
 
 // The fixture's tower under internvl_tensors' names; `mutate` edits the config read first.
 std::unique_ptr<Tower> load_tower(const std::string& fixture, const std::function<void(VisionConfig&)>& mutate = {}) {
-  auto t = std::make_unique<Tower>();
-  auto v = read_internvl_vision(read_json(fixture, "config.json"), kTextVocab);
-  EXPECT_TRUE(v.has_value()) << v.status().to_string();
-  if (!v) return nullptr;
-  t->v = *v;
-  if (mutate) mutate(t->v);
-  return testing::load_tower_from(*t, fixture_dir(fixture), kTextHidden,
-                                  [](std::map<std::string, RawTensor> m) { return internvl_tensors(std::move(m)); })
-             ? std::move(t)
-             : nullptr;
-}
-
-std::vector<std::vector<float>> encode(Tower& t, const std::vector<StepImage>& images) {
-  return testing::encode_each(t, images, kTextHidden,
-                              [](const StepImage& im) { return (im.grid_h / kSide) * kTileTokens; });
+  return testing::load_fixture_tower<InternVision>(
+      fixture_dir(fixture), read_internvl_vision(fixture_json(fixture, "config.json"), kTextVocab), kTextHidden,
+      [](Tower&, std::map<std::string, RawTensor> m) { return internvl_tensors(std::move(m)); }, mutate);
 }
 
 class InternVLVision : public ::testing::TestWithParam<std::string> {};
@@ -115,17 +96,7 @@ TEST_P(InternVLVision, FeaturesMatchTransformersAloneAndTogether) {
   ASSERT_EQ(pixels.size(), 3u);
   auto t = load_tower(GetParam());
   ASSERT_NE(t, nullptr);
-  float worst = 0.0f;
-  for (size_t i = 0; i < pixels.size(); ++i) {
-    const float err = relative_error(encode(*t, {pixels[i]}).at(0), want[i]);
-    EXPECT_LE(err, kTol) << "image " << i;
-    worst = std::max(worst, err);
-  }
-  const auto together = encode(*t, {pixels[2], pixels[0], pixels[1]});
-  ASSERT_EQ(together.size(), 3u);
-  EXPECT_LE(relative_error(together[0], want[2]), kTol);
-  EXPECT_LE(relative_error(together[1], want[0]), kTol);
-  EXPECT_LE(relative_error(together[2], want[1]), kTol);
+  const float worst = testing::expect_features_alone_and_together(*t, pixels, want, {2, 0, 1}, kTol);
   std::printf("[ measured ] %s: largest relative feature difference from transformers: %.3g\n", GetParam().c_str(), worst);
 }
 
@@ -138,10 +109,10 @@ TEST(InternVLVisionMutation, AnotherFeatureLayerMovesTheFeatures) {
   const auto want = read_features("internvl_rms");
   auto last = load_tower("internvl_rms", [](VisionConfig& v) { v.feature_layers = {3}; });
   ASSERT_NE(last, nullptr);
-  EXPECT_GT(relative_error(encode(*last, {pixels[1]}).at(0), want[1]), 1e-3f);
+  EXPECT_GT(relative_error(encode_images(*last, {pixels[1]}).at(0), want[1]), 1e-3f);
   auto normed = load_tower("internvl_rms", [](VisionConfig& v) { v.final_norm = true; });
   ASSERT_NE(normed, nullptr);
-  EXPECT_GT(relative_error(encode(*normed, {pixels[1]}).at(0), want[1]), 1e-3f);
+  EXPECT_GT(relative_error(encode_images(*normed, {pixels[1]}).at(0), want[1]), 1e-3f);
   auto wrong_grid = load_tower("internvl");
   ASSERT_NE(wrong_grid, nullptr);
   StepImage bad = pixels[0];
@@ -154,7 +125,7 @@ TEST(InternVLVisionMutation, AnotherFeatureLayerMovesTheFeatures) {
 }
 
 TEST(InternVLConfig, ReadsBothLayouts) {
-  auto v = read_internvl_vision(read_json("internvl", "config.json"), kTextVocab);
+  auto v = read_internvl_vision(fixture_json("internvl", "config.json"), kTextVocab);
   ASSERT_TRUE(v.has_value()) << v.status().to_string();
   EXPECT_EQ(v->kind, VisionKind::internvl);
   EXPECT_EQ(v->merge, 2);
@@ -164,13 +135,13 @@ TEST(InternVLConfig, ReadsBothLayouts) {
   EXPECT_TRUE(v->qkv_bias);
   EXPECT_FALSE(v->rms_norm || v->qk_norm || v->final_norm);
   EXPECT_EQ(v->image_token, kImage);
-  auto r = read_internvl_vision(read_json("internvl_rms", "config.json"), kTextVocab);
+  auto r = read_internvl_vision(fixture_json("internvl_rms", "config.json"), kTextVocab);
   ASSERT_TRUE(r.has_value()) << r.status().to_string();
   EXPECT_TRUE(r->rms_norm && r->qk_norm);
   EXPECT_FALSE(r->qkv_bias);
   EXPECT_FALSE(r->final_norm);  // hidden_states[-2] skips the final norm
   EXPECT_EQ(r->feature_layers, std::vector<int>{2});
-  auto chat = read_internvl_vision(read_json("internvl_chat", "config.json"), kTextVocab);
+  auto chat = read_internvl_vision(fixture_json("internvl_chat", "config.json"), kTextVocab);
   ASSERT_TRUE(chat.has_value()) << chat.status().to_string();
   EXPECT_EQ(chat->hidden_size, v->hidden_size);
   EXPECT_EQ(chat->feature_layers, v->feature_layers);
@@ -192,8 +163,8 @@ TEST(InternVLConfig, ReadsBothLayouts) {
 }
 
 TEST(InternVLConfig, RefusesWhatItCannotRunByName) {
-  const nlohmann::json base = read_json("internvl", "config.json"), chat = read_json("internvl_chat", "config.json");
-  const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> bad = {
+  const nlohmann::json base = fixture_json("internvl", "config.json"), chat = fixture_json("internvl_chat", "config.json");
+  testing::expect_refused_by_name(base, {
       {[](nlohmann::json& j) { j["vision_config"]["norm_type"] = "batch_norm"; }, "norm_type"},
       {[](nlohmann::json& j) { j["vision_config"]["hidden_act"] = "relu"; }, "hidden_act"},
       {[](nlohmann::json& j) { j["vision_config"]["image_size"] = nlohmann::json::array({32, 64}); }, "image_size"},
@@ -202,14 +173,7 @@ TEST(InternVLConfig, RefusesWhatItCannotRunByName) {
       {[](nlohmann::json& j) { j["vision_feature_layer"] = 5; }, "vision_feature_layer"},
       {[](nlohmann::json& j) { j["vision_feature_select_strategy"] = "full"; }, "vision_feature_select_strategy"},
       {[](nlohmann::json& j) { j["image_token_id"] = 9999; }, "image_token_id"},
-  };
-  for (const auto& [edit, field] : bad) {
-    nlohmann::json j = base;
-    edit(j);
-    const auto v = read_internvl_vision(j, kTextVocab);
-    ASSERT_FALSE(v.has_value()) << field;
-    EXPECT_NE(v.status().message().find(field), std::string::npos) << v.status().message();
-  }
+  }, [](const nlohmann::json& j) { return read_internvl_vision(j, kTextVocab); });
   nlohmann::json v1 = chat;
   v1["ps_version"] = "v1";
   auto refused = read_internvl_vision(v1, kTextVocab);
@@ -249,7 +213,7 @@ TEST(InternVLImageProcessor, PngsGiveTransformersTiles) {
 }
 
 TEST(InternVLImageProcessor, TileCountsMatchTransformers) {
-  const nlohmann::json j = read_json("internvl", "expected.json");
+  const nlohmann::json j = fixture_json("internvl", "expected.json");
   ASSERT_FALSE(j.at("tiling").empty());
   for (const auto& t : j.at("tiling")) {
     InternVLImageProcessorConfig c;
@@ -261,92 +225,31 @@ TEST(InternVLImageProcessor, TileCountsMatchTransformers) {
   }
 }
 
-struct Case {
-  std::vector<int32_t> prompt;
-  std::vector<int> images;
-  std::vector<std::vector<float>> logits;
-  std::vector<int32_t> greedy;
-};
-
 class InternVLModel : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    pixels_ = read_pixels();
-    ASSERT_EQ(pixels_.size(), 3u);
-    const nlohmann::json j = read_json(reference_of(GetParam()), "expected.json");
-    for (const auto& c : j.at("cases"))
-      cases_.push_back({c.at("prompt").get<std::vector<int32_t>>(), c.at("images").get<std::vector<int>>(),
-                        c.at("logits").get<std::vector<std::vector<float>>>(), c.at("greedy").get<std::vector<int32_t>>()});
-    ASSERT_FALSE(cases_.empty());
-    auto ck = Checkpoint::open(fixture_dir(GetParam()));
-    ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
-    ASSERT_EQ((*ck)->config().vision.kind, VisionKind::internvl);
-    auto model = load_llama(**ck, *backend_, LoadOptions{.max_batch_tokens = 256, .progress = false});
-    ASSERT_TRUE(model.has_value()) << model.status().to_string();
-    model_ = std::move(*model);
+    std::vector<StepImage> pixels = read_pixels();
+    ASSERT_EQ(pixels.size(), 3u);
+    prompts_.load({.fixture = GetParam(),
+                   .reference = reference_of(GetParam()),
+                   .kind = VisionKind::internvl,
+                   .markers = {.image = kImage, .begin = kImgStart, .end = kImgEnd}},
+                  std::move(pixels));
+    ASSERT_TRUE(prompts_.loaded());
   }
-  float logit_diff(const std::vector<float>& got, const Case& c) const {
-    return testing::logit_diff(got, static_cast<size_t>(model_->config().vocab_size), c.logits);
-  }
-  // The StepImages of prompt rows [from, to): one per run of image tokens touching the range.
-  std::vector<StepImage> images_of(const Case& c, size_t from, size_t to) const {
-    std::vector<StepImage> out;
-    size_t next = 0;
-    for (size_t r = 0; r < c.prompt.size(); ++r) {
-      if (c.prompt[r] != kImage || (r > 0 && c.prompt[r - 1] == kImage)) continue;
-      EXPECT_EQ(c.prompt[r - 1], kImgStart);
-      const StepImage& im = pixels_.at(static_cast<size_t>(c.images.at(next++)));
-      const size_t t = static_cast<size_t>(model_->config().vision.image_tokens(im.grid_h, im.grid_w));
-      EXPECT_EQ(c.prompt.at(r + t), kImgEnd);
-      if (r < to && r + t > from) {
-        const size_t first = from > r ? from - r : 0;
-        out.push_back({static_cast<int32_t>(r + first - from), im.pixels, im.grid_h, im.grid_w, static_cast<int32_t>(first)});
-      }
-    }
-    return out;
-  }
-  std::vector<float> prefill(const Case& c, size_t size, const KvCache& kv) {
-    return testing::prefill_chunks(*model_, *backend_, kv, c.prompt, size, kPageSize, kPages,
-                                   [&](size_t from, size_t to) { return images_of(c, from, to); });
-  }
-  static constexpr int kPageSize = 16, kPages = 12;
-  std::unique_ptr<Backend> backend_ = make_cpu_backend({.n_threads = 2});
-  std::vector<StepImage> pixels_;
-  std::vector<Case> cases_;
-  std::unique_ptr<Model> model_;
+  testing::ImagePrompts prompts_;
 };
 
 // Every prompt position's logits in one prefill, then cached greedy decode steps.
 TEST_P(InternVLModel, PromptsWithImagesMatchTransformersLogitsAndGreedyTokens) {
-  float worst = 0.0f;
-  for (const Case& c : cases_) {
-    auto kv = KvCache::allocate(*backend_, model_->kv_layout(kPages, kPageSize, DType::f32));
-    ASSERT_TRUE(kv.has_value());
-    const std::vector<float> logits = prefill(c, 0, *kv);
-    ASSERT_EQ(logits.size(), c.prompt.size() * static_cast<size_t>(model_->config().vocab_size));
-    const float d = logit_diff(logits, c);
-    EXPECT_LE(d, kLogitTol) << "prompt of " << c.prompt.size();
-    worst = std::max(worst, d);
-    const float* last = logits.data() + (c.prompt.size() - 1) * static_cast<size_t>(model_->config().vocab_size);
-    EXPECT_EQ(testing::greedy_decode(*model_, *backend_, *kv, last, static_cast<int>(c.prompt.size()), c.greedy.size(),
-                                     kPageSize, kPages),
-              c.greedy);
-  }
+  const float worst = prompts_.expect_prompts_match(kLogitTol);
   std::printf("[ measured ] %s: largest |logit difference| from transformers: %.3g\n", GetParam().c_str(), worst);
 }
 
 // Chunks of 5 and 7 rows cut the images anywhere (inside tiles and between them): each chunk
 // scatters its rows of the image's cached features.
 TEST_P(InternVLModel, ChunksCuttingImagesGiveTheSameLogits) {
-  float worst = 0.0f;
-  for (size_t size : {5, 7})
-    for (const Case& c : cases_) {
-      auto kv = KvCache::allocate(*backend_, model_->kv_layout(kPages, kPageSize, DType::f32));
-      ASSERT_TRUE(kv.has_value());
-      const float d = logit_diff(prefill(c, size, *kv), c);
-      EXPECT_LE(d, kLogitTol) << "prompt of " << c.prompt.size() << " in chunks of " << size;
-      worst = std::max(worst, d);
-    }
+  const float worst = prompts_.expect_chunks_match(kLogitTol, {5, 7});
   std::printf("[ measured ] %s: largest |logit difference| in chunks of 5 and 7: %.3g\n", GetParam().c_str(), worst);
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "hf_fixture.h"
+#include "image_prompts.h"
 #include "model_test_util.h"
 #include "tests/vision_fixture.h"
 #include "models/clip_vision.h"
@@ -33,7 +34,9 @@
 namespace brigade {
 namespace {
 
+using testing::encode_images;
 using testing::fixture_dir;
+using testing::fixture_json;
 using testing::relative_error;
 
 constexpr int kTextHidden = 48;
@@ -42,32 +45,18 @@ constexpr int32_t kImage = 3;
 constexpr float kTol = 1e-5f;       // features, relative to their largest: fp32 both sides
 constexpr float kLogitTol = 5e-4f;  // logits through the tower, projector and language model
 
-nlohmann::json read_json(const std::string& fixture, const std::string& file) {
-  return nlohmann::json::parse(read_text_file(fixture_dir(fixture) + "/" + file).value());
-}
-
 // The processor's pixel_values (the same images and processor for every fixture: llava's) as
 // StepImages of the tower's 7 x 7 grid.
 std::vector<StepImage> read_pixels() {
   std::vector<StepImage> out;
-  const nlohmann::json j = read_json("llava", "expected.json");  // the loop below reads into it
-  for (const auto& im : j.at("images")) {
-    auto px = std::make_shared<std::vector<float>>();
-    for (const auto& ch : im.at("pixel_values"))
-      for (const auto& row : ch) for (float v : row.get<std::vector<float>>()) px->push_back(v);
-    out.push_back({0, std::move(px), 7, 7});
-  }
+  const nlohmann::json j = fixture_json("llava", "expected.json");  // the loop below reads into it
+  for (const auto& im : j.at("images"))
+    out.push_back({0, std::make_shared<std::vector<float>>(testing::flatten_floats(im.at("pixel_values"))), 7, 7});
   return out;
 }
 
 std::vector<std::vector<float>> read_features(const std::string& fixture) {
-  std::vector<std::vector<float>> out;
-  const nlohmann::json j = read_json(fixture, "expected.json");
-  for (const auto& im : j.at("images")) {
-    std::vector<float>& f = out.emplace_back();
-    for (const auto& row : im.at("features")) for (float v : row.get<std::vector<float>>()) f.push_back(v);
-  }
-  return out;
+  return testing::read_image_features(fixture_json(fixture, "expected.json"));
 }
 
 using Tower = testing::LoadedTower<ClipVision>;
@@ -75,21 +64,9 @@ using Tower = testing::LoadedTower<ClipVision>;
 // The fixture's tower under the names the checkpoint gives it (gemma3_tensors); `mutate` edits
 // the config read first.
 std::unique_ptr<Tower> load_tower(const std::string& fixture, const std::function<void(VisionConfig&)>& mutate = {}) {
-  auto t = std::make_unique<Tower>();
-  auto v = read_llava_vision(read_json(fixture, "config.json"), kTextVocab);
-  EXPECT_TRUE(v.has_value()) << v.status().to_string();
-  if (!v) return nullptr;
-  t->v = *v;
-  if (mutate) mutate(t->v);
-  return testing::load_tower_from(*t, fixture_dir(fixture), kTextHidden,
-                                  [](std::map<std::string, RawTensor> m) { return gemma3_tensors(std::move(m)); })
-             ? std::move(t)
-             : nullptr;
-}
-
-// Encodes images in one call; each image's features, in order.
-std::vector<std::vector<float>> encode(Tower& t, const std::vector<StepImage>& images) {
-  return testing::encode_each(t, images, kTextHidden, [&t](const StepImage&) { return t.tower.n_features(); });
+  return testing::load_fixture_tower<ClipVision>(
+      fixture_dir(fixture), read_llava_vision(fixture_json(fixture, "config.json"), kTextVocab), kTextHidden,
+      [](Tower&, std::map<std::string, RawTensor> m) { return gemma3_tensors(std::move(m)); }, mutate);
 }
 
 class LlavaVision : public ::testing::TestWithParam<std::string> {};
@@ -102,17 +79,7 @@ TEST_P(LlavaVision, FeaturesMatchTransformersAloneAndTogether) {
   ASSERT_EQ(pixels.size(), 3u);
   auto t = load_tower(GetParam());
   ASSERT_NE(t, nullptr);
-  float worst = 0.0f;
-  for (size_t i = 0; i < pixels.size(); ++i) {
-    const float err = relative_error(encode(*t, {pixels[i]}).at(0), want[i]);
-    EXPECT_LE(err, kTol) << "image " << i;
-    worst = std::max(worst, err);
-  }
-  const auto together = encode(*t, {pixels[2], pixels[0], pixels[1]});
-  ASSERT_EQ(together.size(), 3u);
-  EXPECT_LE(relative_error(together[0], want[2]), kTol);
-  EXPECT_LE(relative_error(together[1], want[0]), kTol);
-  EXPECT_LE(relative_error(together[2], want[1]), kTol);
+  const float worst = testing::expect_features_alone_and_together(*t, pixels, want, {2, 0, 1}, kTol);
   std::printf("[ measured ] %s: largest relative feature difference from transformers: %.3g\n", GetParam().c_str(), worst);
 }
 
@@ -125,16 +92,16 @@ TEST(LlavaVisionMutation, AnotherFeatureLayerOrTheClassRowMovesTheFeatures) {
   const auto want = read_features("llava");
   auto last = load_tower("llava", [](VisionConfig& v) { v.feature_layers = {3}; });
   ASSERT_NE(last, nullptr);
-  EXPECT_GT(relative_error(encode(*last, {pixels[0]}).at(0), want[0]), 100 * kTol);
+  EXPECT_GT(relative_error(encode_images(*last, {pixels[0]}).at(0), want[0]), 100 * kTol);
   auto cls = load_tower("llava", [](VisionConfig& v) { v.extra_tokens = 1; });
   ASSERT_NE(cls, nullptr);
-  std::vector<float> kept = encode(*cls, {pixels[0]}).at(0);
+  std::vector<float> kept = encode_images(*cls, {pixels[0]}).at(0);
   ASSERT_EQ(kept.size(), want[0].size() + kTextHidden);
   EXPECT_GT(relative_error(std::vector<float>(kept.begin(), kept.end() - kTextHidden), want[0]), 100 * kTol);
 }
 
 TEST(LlavaVisionConfig, ReadsTheFixturesConfigs) {
-  auto v = read_llava_vision(read_json("llava", "config.json"), kTextVocab);
+  auto v = read_llava_vision(fixture_json("llava", "config.json"), kTextVocab);
   ASSERT_TRUE(v.has_value()) << v.status().to_string();
   EXPECT_EQ(v->kind, VisionKind::llava);
   EXPECT_TRUE(v->class_token);
@@ -144,12 +111,12 @@ TEST(LlavaVisionConfig, ReadsTheFixturesConfigs) {
   EXPECT_EQ(v->patch_width(), 48);
   EXPECT_EQ(v->hidden_act, "quick_gelu");
   EXPECT_TRUE(v->projector_bias);
-  v = read_llava_vision(read_json("llava_full", "config.json"), kTextVocab);
+  v = read_llava_vision(fixture_json("llava_full", "config.json"), kTextVocab);
   ASSERT_TRUE(v.has_value()) << v.status().to_string();
   EXPECT_EQ(v->feature_layers, (std::vector<int>{0, 3}));
   EXPECT_EQ(v->image_tokens(7, 7), 50);
   EXPECT_EQ(v->projector_act, "gelu_pytorch_tanh");
-  v = read_llava_vision(read_json("llava_siglip", "config.json"), kTextVocab);
+  v = read_llava_vision(fixture_json("llava_siglip", "config.json"), kTextVocab);
   ASSERT_TRUE(v.has_value()) << v.status().to_string();
   EXPECT_FALSE(v->class_token);
   EXPECT_EQ(v->image_tokens(7, 7), 48);
@@ -166,7 +133,7 @@ TEST(LlavaVisionConfig, ReadsTheFixturesConfigs) {
 
 TEST(LlavaVisionConfig, ParseHfConfigGivesEachLanguageModelItsTower) {
   for (const auto& [fixture, arch] : {std::pair{"llava", "llama"}, {"llava_full", "qwen2"}, {"llava_siglip", "llama"}}) {  // mistral runs as llama
-    auto c = parse_hf_config(read_json(fixture, "config.json").dump());
+    auto c = parse_hf_config(fixture_json(fixture, "config.json").dump());
     ASSERT_TRUE(c.has_value()) << c.status().to_string();
     EXPECT_EQ(c->arch, arch);
     EXPECT_TRUE(c->multimodal_text);
@@ -187,8 +154,8 @@ TEST(LlavaVisionConfig, ParseHfConfigGivesEachLanguageModelItsTower) {
 }
 
 TEST(LlavaVisionConfig, RefusesWhatItCannotRunByName) {
-  const nlohmann::json base = read_json("llava", "config.json");
-  const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> cases = {
+  const nlohmann::json base = fixture_json("llava", "config.json");
+  testing::expect_refused_by_name(base, {
       {[](nlohmann::json& j) { j["vision_config"]["hidden_act"] = "relu"; }, "vision_config.hidden_act 'relu'"},
       {[](nlohmann::json& j) { j["vision_config"]["model_type"] = "pixtral"; }, "vision_config.model_type 'pixtral'"},
       {[](nlohmann::json& j) { j["vision_config"]["num_channels"] = 4; }, "vision_config.num_channels 4"},
@@ -200,14 +167,7 @@ TEST(LlavaVisionConfig, RefusesWhatItCannotRunByName) {
       {[](nlohmann::json& j) { j["projector_hidden_act"] = "silu"; }, "projector_hidden_act 'silu'"},
       {[](nlohmann::json& j) { j["image_token_index"] = kTextVocab; }, "image_token_index 261"},
       {[](nlohmann::json& j) { j["vision_config"] = 3; }, "vision_config is not an object"},
-  };
-  for (const auto& [mutate, want] : cases) {
-    nlohmann::json j = base;
-    mutate(j);
-    const auto v = read_llava_vision(j, kTextVocab);
-    ASSERT_FALSE(v.has_value()) << want;
-    EXPECT_NE(v.status().message().find(want), std::string::npos) << v.status().message();
-  }
+  }, [](const nlohmann::json& j) { return read_llava_vision(j, kTextVocab); });
   nlohmann::json j = base;
   j["text_config"]["model_type"] = "gemma";
   const auto c = parse_hf_config(j.dump());
@@ -234,7 +194,7 @@ TEST(LlavaImageProcessor, PngsGiveTransformersPixelValues) {
     EXPECT_LE(worst, 1e-6f) << "image " << k;
   }
   // A processor whose crop is not the tower's size is refused at load, naming both.
-  nlohmann::json j = read_json("llava", "preprocessor_config.json");
+  nlohmann::json j = fixture_json("llava", "preprocessor_config.json");
   j["crop_size"] = {{"height", 24}, {"width", 24}};
   auto parsed = parse_image_processor_config(j);
   ASSERT_TRUE(parsed.has_value());
@@ -244,105 +204,25 @@ TEST(LlavaImageProcessor, PngsGiveTransformersPixelValues) {
 
 // ---- The language model with images ----
 
-struct Case {
-  std::vector<int32_t> prompt;
-  std::vector<int> images;
-  std::vector<std::vector<float>> logits;
-  std::vector<int32_t> greedy;
-};
-
 class LlavaModel : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    pixels_ = read_pixels();
-    ASSERT_EQ(pixels_.size(), 3u);
-    const nlohmann::json j = read_json(GetParam(), "expected.json");
-    for (const auto& c : j.at("cases"))
-      cases_.push_back({c.at("prompt").get<std::vector<int32_t>>(), c.at("images").get<std::vector<int>>(),
-                        c.at("logits").get<std::vector<std::vector<float>>>(), c.at("greedy").get<std::vector<int32_t>>()});
-    ASSERT_FALSE(cases_.empty());
-    auto ck = Checkpoint::open(fixture_dir(GetParam()));
-    ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
-    ASSERT_EQ((*ck)->config().vision.kind, VisionKind::llava);
-    auto model = load_llama(**ck, *backend_, LoadOptions{.max_batch_tokens = 256, .progress = false});
-    ASSERT_TRUE(model.has_value()) << model.status().to_string();
-    model_ = std::move(*model);
+    std::vector<StepImage> pixels = read_pixels();
+    ASSERT_EQ(pixels.size(), 3u);
+    prompts_.load({.fixture = GetParam(), .kind = VisionKind::llava, .markers = {.image = kImage}}, std::move(pixels));
+    ASSERT_TRUE(prompts_.loaded());
   }
-  float logit_diff(const std::vector<float>& got, const Case& c) const {
-    const size_t vocab = static_cast<size_t>(model_->config().vocab_size);
-    float worst = 0.0f;
-    for (size_t r = 0; r < c.logits.size(); ++r)
-      for (size_t v = 0; v < c.logits[r].size(); ++v) {
-        const float d = std::fabs(got[r * vocab + v] - c.logits[r][v]);
-        worst = std::max(worst, std::isnan(d) ? INFINITY : d);
-      }
-    return worst;
-  }
-  // The StepImages of prompt rows [from, to): one per run of image tokens touching the range.
-  std::vector<StepImage> images_of(const Case& c, size_t from, size_t to) const {
-    const int t = model_->config().vision.image_tokens(7, 7);
-    std::vector<StepImage> out;
-    size_t next = 0;
-    for (size_t r = 0; r < c.prompt.size(); ++r) {
-      if (c.prompt[r] != kImage || (r > 0 && c.prompt[r - 1] == kImage)) continue;
-      const StepImage& im = pixels_.at(static_cast<size_t>(c.images.at(next++)));
-      if (r < to && r + static_cast<size_t>(t) > from) {
-        const size_t first = from > r ? from - r : 0;
-        out.push_back({static_cast<int32_t>(r + first - from), im.pixels, 7, 7, static_cast<int32_t>(first)});
-      }
-    }
-    return out;
-  }
-  std::vector<float> prefill(const Case& c, size_t size, const KvCache& kv) {
-    std::vector<float> all;
-    const size_t n = c.prompt.size();
-    for (size_t from = 0; from < n; from += size == 0 ? n : size) {
-      const size_t to = size == 0 ? n : std::min(n, from + size);
-      StepBatch step = testing::make_step(
-          {{0, std::vector<int32_t>(c.prompt.begin() + static_cast<long>(from), c.prompt.begin() + static_cast<long>(to)),
-            static_cast<int>(from), true}},
-          kPageSize, kPages);
-      step.images = images_of(c, from, to);
-      const std::vector<float> rows = testing::run_step(*model_, *backend_, kv, step);
-      all.insert(all.end(), rows.begin(), rows.end());
-    }
-    return all;
-  }
-  static constexpr int kPageSize = 16, kPages = 12;
-  std::unique_ptr<Backend> backend_ = make_cpu_backend({.n_threads = 2});
-  std::vector<StepImage> pixels_;
-  std::vector<Case> cases_;
-  std::unique_ptr<Model> model_;
+  testing::ImagePrompts prompts_;
 };
 
 TEST_P(LlavaModel, PromptsWithImagesMatchTransformersLogitsAndGreedyTokens) {
-  float worst = 0.0f;
-  for (const Case& c : cases_) {
-    auto kv = KvCache::allocate(*backend_, model_->kv_layout(kPages, kPageSize, DType::f32));
-    ASSERT_TRUE(kv.has_value());
-    const std::vector<float> logits = prefill(c, 0, *kv);
-    ASSERT_EQ(logits.size(), c.prompt.size() * static_cast<size_t>(model_->config().vocab_size));
-    const float d = logit_diff(logits, c);
-    EXPECT_LE(d, kLogitTol) << "prompt of " << c.prompt.size();
-    worst = std::max(worst, d);
-    const float* last = logits.data() + (c.prompt.size() - 1) * static_cast<size_t>(model_->config().vocab_size);
-    EXPECT_EQ(testing::greedy_decode(*model_, *backend_, *kv, last, static_cast<int>(c.prompt.size()), c.greedy.size(),
-                                     kPageSize, kPages),
-              c.greedy);
-  }
+  const float worst = prompts_.expect_prompts_match(kLogitTol);
   std::printf("[ measured ] %s: largest |logit difference| from transformers: %.3g\n", GetParam().c_str(), worst);
 }
 
 // Chunks of 5 and 7 rows cut the images anywhere: each chunk scatters its rows of the image's
 // cached features; every position's logits are transformers' as in one prefill.
-TEST_P(LlavaModel, ChunksCuttingImagesGiveTheSameLogits) {
-  for (size_t size : {5, 7})
-    for (const Case& c : cases_) {
-      auto kv = KvCache::allocate(*backend_, model_->kv_layout(kPages, kPageSize, DType::f32));
-      ASSERT_TRUE(kv.has_value());
-      EXPECT_LE(logit_diff(prefill(c, size, *kv), c), kLogitTol) << "prompt of " << c.prompt.size() << " in chunks of " << size;
-    }
-}
+TEST_P(LlavaModel, ChunksCuttingImagesGiveTheSameLogits) { prompts_.expect_chunks_match(kLogitTol, {5, 7}); }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, LlavaModel, ::testing::Values("llava", "llava_full", "llava_siglip"));
 

@@ -26,6 +26,7 @@ namespace brigade {
 namespace {
 
 using testing::fixture_dir;
+using testing::flatten_floats;
 using testing::relative_error;
 
 constexpr int kTextHidden = 64;
@@ -44,35 +45,23 @@ struct FixtureImage : Features {
   StepImage image;
 };
 
-std::vector<float> flatten(const nlohmann::json& rows) {
-  std::vector<float> out;
-  for (const auto& row : rows) for (float v : row.get<std::vector<float>>()) out.push_back(v);
-  return out;
-}
-
 std::vector<FixtureImage> read_images(const std::string& fixture) {
   std::vector<FixtureImage> out;
-  auto text = read_text_file(fixture_dir(fixture) + "/expected.json");
-  EXPECT_TRUE(text.has_value()) << text.status().to_string();
-  if (!text) return out;
-  const auto j = nlohmann::json::parse(*text);
+  const auto j = testing::read_fixture_json(fixture_dir(fixture), "expected.json");
+  if (j.is_null()) return out;
   for (const auto& im : j.at("images")) {
     FixtureImage f;
-    auto px = std::make_shared<std::vector<float>>();
-    for (const auto& row : im.at("pixel_values")) for (float v : row.get<std::vector<float>>()) px->push_back(v);
     const auto thw = im.at("grid_thw").get<std::vector<int>>();
-    f.image = {0, std::move(px), thw.at(1), thw.at(2)};
-    f.features = flatten(im.at("features"));
+    f.image = {0, std::make_shared<std::vector<float>>(flatten_floats(im.at("pixel_values"))), thw.at(1), thw.at(2)};
+    f.features = flatten_floats(im.at("features"));
     if (im.contains("deepstack"))  // Qwen3-VL: get_image_features' deepstack_features, one per tap
-      for (const auto& tap : im.at("deepstack")) f.deepstack.push_back(flatten(tap));
+      for (const auto& tap : im.at("deepstack")) f.deepstack.push_back(flatten_floats(tap));
     out.push_back(std::move(f));
   }
   return out;
 }
 
-nlohmann::json read_config(const std::string& fixture) {
-  return nlohmann::json::parse(read_text_file(fixture_dir(fixture) + "/config.json").value());
-}
+nlohmann::json read_config(const std::string& fixture) { return testing::read_fixture_json(fixture_dir(fixture), "config.json"); }
 
 VisionKind kind_of(const std::string& fixture) {
   return fixture == "qwen2_5_vl" ? VisionKind::qwen2_5_vl
@@ -81,43 +70,24 @@ VisionKind kind_of(const std::string& fixture) {
 }
 
 // A fixture's tower, loaded on the CPU backend.
-struct Tower {
-  std::unique_ptr<Backend> backend = make_cpu_backend({.n_threads = 2});
-  std::shared_ptr<MappedFile> file;
-  std::unique_ptr<Checkpoint> ck;
-  std::vector<std::vector<uint8_t>> zeros;  // the bytes of the tensors load_tower zeroed
-  VisionConfig v;
-  QwenVision tower;
-};
+using Tower = testing::LoadedTower<QwenVision>;
 
 // v_override, when set, replaces the config's VisionConfig, and the tensors `zeroed` read as
 // zeros (mutations of the model).
 std::unique_ptr<Tower> load_tower(const std::string& fixture, const VisionConfig* v_override = nullptr,
                                   const std::vector<std::string>& zeroed = {}) {
-  auto t = std::make_unique<Tower>();
-  auto v = read_qwen_vl_vision(read_config(fixture), kTextVocab, kind_of(fixture));
-  EXPECT_TRUE(v.has_value()) << v.status().to_string();
-  if (!v) return nullptr;
-  t->v = v_override != nullptr ? *v_override : *v;
   // The Conv3d patch weight [h, 3, T, p, p] reads as [h, 3, T, p p] (read_safetensors folds the
   // fifth dimension into the fourth); flatten_qwen_patch_embed makes it the matrix load() reads.
-  auto file = MappedFile::open(fixture_dir(fixture) + "/model.safetensors");
-  EXPECT_TRUE(file.has_value()) << file.status().to_string();
-  if (!file) return nullptr;
-  t->file = *file;
-  std::map<std::string, RawTensor> tensors;
-  const Status read = read_safetensors(t->file, tensors);
-  EXPECT_TRUE(read.is_ok()) << read.to_string();
-  flatten_qwen_patch_embed(tensors);
-  for (const std::string& name : zeroed) {
-    RawTensor& z = tensors.at(name);
-    z.bytes = t->zeros.emplace_back(z.bytes.size(), uint8_t{0});
-  }
-  t->ck = Checkpoint::from_memory(fixture_dir(fixture), ModelConfig{}, std::move(tensors));
-  WeightLoader w(*t->ck, *t->backend, std::nullopt);
-  const Status loaded = t->tower.load(w, *t->backend, t->v, kTextHidden);
-  EXPECT_TRUE(loaded.is_ok()) << loaded.to_string();
-  return loaded.is_ok() ? std::move(t) : nullptr;
+  auto rename = [&zeroed](Tower& t, std::map<std::string, RawTensor> tensors) {
+    flatten_qwen_patch_embed(tensors);
+    for (const std::string& name : zeroed) testing::zero_tensor(t, tensors.at(name));
+    return tensors;
+  };
+  return testing::load_fixture_tower<QwenVision>(
+      fixture_dir(fixture), read_qwen_vl_vision(read_config(fixture), kTextVocab, kind_of(fixture)), kTextHidden, rename,
+      [v_override](VisionConfig& v) {
+        if (v_override != nullptr) v = *v_override;
+      });
 }
 
 // Encodes images in one call; each image's outputs, in order.

@@ -10,7 +10,6 @@ Run through ctest (scripts/python-env.sh run-pytest); BRIGADE_BIN names the brig
 import base64
 import json
 import os
-import re
 import shutil
 import subprocess
 import tempfile
@@ -18,19 +17,22 @@ import tempfile
 import openai
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.environ.get("BRIGADE_BIN", os.path.join(ROOT, "build", "tools", "brigade"))
+from fixture_server import BIN, ROOT, serve, stop
+from vision_client import BROKEN_PNG, image_part
+
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
 MODEL = "qwen-vl"
 
+
 def make_model(tmp, fixture):
     """The fixture's checkpoint and processor beside make-model's synthetic tokenizer of 300 ids,
-    with Qwen's markers added as special tokens 300..305 and the chat template."""
+    with Qwen's markers added as special tokens 300..305 and the chat template; in a folder named
+    MODEL (serve() serves it under that name)."""
     scratch = os.path.join(tmp, "scratch")
     subprocess.run([BIN, "make-model", "--arch", "qwen2", "--hidden", "64", "--layers", "1", "--heads", "4",
                     "--kv-heads", "2", "--intermediate", "96", "--vocab", "300", "--max-position", "4096",
                     "--dtype", "f32", "--out", scratch], check=True, stdout=subprocess.DEVNULL)
-    model = os.path.join(tmp, fixture)
+    model = os.path.join(tmp, fixture, MODEL)
     os.makedirs(model)
     for f in ("config.json", "model.safetensors", "preprocessor_config.json"):
         shutil.copy(os.path.join(FIXTURES, fixture, f), model)
@@ -53,16 +55,10 @@ def make_model(tmp, fixture):
 
 @pytest.fixture(scope="module", params=["qwen2_5_vl", "qwen3_5_vl"])
 def client(request):
-    tmp = tempfile.TemporaryDirectory()
-    proc = subprocess.Popen([BIN, "serve", "--model", make_model(tmp.name, request.param), "--port", "0", "--threads", "1",
-                             "--served-model-name", MODEL], stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
-    assert match, f"brigade serve did not start: {line!r}"
-    yield openai.OpenAI(base_url=f"http://127.0.0.1:{match.group(1)}/v1", api_key="none", max_retries=0, timeout=60)
-    proc.terminate()
-    assert proc.wait(timeout=60) == 0
-    tmp.cleanup()
+    with tempfile.TemporaryDirectory() as tmp:
+        proc, c = serve(make_model(tmp, request.param))
+        yield c
+        stop(proc)
 
 
 def data_url(path, mime="image/png"):
@@ -72,7 +68,7 @@ def data_url(path, mime="image/png"):
 
 def ask(client, *parts, **kw):
     content = [{"type": "text", "text": "What is it?"}]
-    content += [{"type": "image_url", "image_url": {"url": url}} for url in parts]
+    content += [image_part(url) for url in parts]
     return client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": content}],
                                           max_tokens=2, temperature=0, **kw)
 
@@ -104,5 +100,5 @@ def test_bad_images_are_400s(client):
     with pytest.raises(openai.BadRequestError, match="fetches no URLs"):
         ask(client, "https://example.com/cat.png")
     with pytest.raises(openai.BadRequestError, match="image 1 of the messages"):
-        ask(client, "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n truncated").decode())
+        ask(client, BROKEN_PNG)
     assert ask(client, data_url("qwen2_5_vl/image0.png")).usage.prompt_tokens > 0

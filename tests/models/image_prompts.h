@@ -1,0 +1,149 @@
+// A language model with images against transformers' prompts (llava_vision_test.cpp,
+// internvl_test.cpp, pixtral_vision_test.cpp): a fixture's checkpoint loaded as LlamaModel with
+// its tower (as parse_hf_config reads it), the cases of an expected.json (prompt ids, which of
+// the fixture's images each run of image tokens holds, every position's logits (the first ids of
+// each row, as the fixtures keep them) and the greedy tokens), and the two checks each family
+// runs on them: every prompt in one prefill then the greedy tokens decoded on the cache, and the
+// prompts in chunks that cut the images anywhere.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "hf_fixture.h"
+#include "model_test_util.h"
+#include "tests/vision_fixture.h"
+#include "models/llama.h"
+
+namespace brigade::testing {
+
+// fixture_dir(fixture)/file parsed as JSON.
+inline nlohmann::json fixture_json(const std::string& fixture, const std::string& file) {
+  return read_fixture_json(fixture_dir(fixture), file);
+}
+
+struct ImageCase {
+  std::vector<int32_t> prompt;
+  std::vector<int> images;  // which of the fixture's images, one per run of image tokens, in order
+  std::vector<std::vector<float>> logits;
+  std::vector<int32_t> greedy;
+};
+
+// expected.json's "cases".
+inline std::vector<ImageCase> read_image_cases(const nlohmann::json& expected) {
+  std::vector<ImageCase> out;
+  for (const auto& c : expected.at("cases"))
+    out.push_back({c.at("prompt").get<std::vector<int32_t>>(), c.at("images").get<std::vector<int>>(),
+                   c.at("logits").get<std::vector<std::vector<float>>>(), c.at("greedy").get<std::vector<int32_t>>()});
+  return out;
+}
+
+class ImagePrompts {
+ public:
+  struct Options {
+    std::string fixture;    // the checkpoint's fixture
+    std::string reference;  // the fixture whose expected.json holds its cases (empty: the same)
+    VisionKind kind{};      // the tower its config must give
+    ImageMarkers markers;
+    int max_batch_tokens = 256;
+    int page_size = 16, pages = 12;
+  };
+
+  // Loads o.fixture's model on a CPU backend and the reference's cases; `images` are the fixture's
+  // images (the cases' indices) as the tower takes them. Failures are recorded; loaded() says
+  // whether the checks can run.
+  void load(const Options& o, std::vector<StepImage> images) {
+    o_ = o;
+    images_ = std::move(images);
+    cases_ = read_image_cases(fixture_json(o.reference.empty() ? o.fixture : o.reference, "expected.json"));
+    EXPECT_FALSE(cases_.empty());
+    auto ck = Checkpoint::open(fixture_dir(o.fixture));
+    EXPECT_TRUE(ck.has_value()) << ck.status().to_string();
+    if (!ck) return;
+    EXPECT_EQ((*ck)->config().vision.kind, o.kind);
+    if ((*ck)->config().vision.kind != o.kind) return;
+    auto model = load_llama(**ck, *backend_, LoadOptions{.max_batch_tokens = o.max_batch_tokens, .progress = false});
+    EXPECT_TRUE(model.has_value()) << model.status().to_string();
+    if (model) model_ = std::move(*model);
+  }
+  bool loaded() const { return model_ != nullptr && !cases_.empty(); }
+
+  Model& model() { return *model_; }
+  Backend& backend() { return *backend_; }
+  const std::vector<ImageCase>& cases() const { return cases_; }
+  int page_size() const { return o_.page_size; }
+  int pages() const { return o_.pages; }
+  size_t vocab() const { return static_cast<size_t>(model_->config().vocab_size); }
+
+  // The StepImages of case c's rows [from, to) (images_in_chunk, each image's run as long as the
+  // model's config says).
+  std::vector<StepImage> images_of(const ImageCase& c, size_t from = 0, size_t to = SIZE_MAX) const {
+    const VisionConfig& v = model_->config().vision;
+    return images_in_chunk(c.prompt, c.images, images_, o_.markers,
+                           [&v](const StepImage& im) { return v.image_tokens(im.grid_h, im.grid_w); }, from, to);
+  }
+  // Case c prefilled into kv in chunks of `size` rows (0: whole): every position's logits.
+  std::vector<float> prefill(const ImageCase& c, size_t size, const KvCache& kv) {
+    return prefill_chunks(*model_, *backend_, kv, c.prompt, size, o_.page_size, o_.pages,
+                          [&](size_t from, size_t to) { return images_of(c, from, to); });
+  }
+  float logit_diff(const std::vector<float>& got, const ImageCase& c) const {
+    return testing::logit_diff(got, vocab(), c.logits);
+  }
+
+  // Each case in one prefill: every position's logits within tol of transformers', then
+  // transformers' greedy tokens decoded one at a time on the cache. Returns the largest logit
+  // difference.
+  float expect_prompts_match(float tol) {
+    float worst = 0.0f;
+    for (const ImageCase& c : cases_) {
+      auto kv = KvCache::allocate(*backend_, model_->kv_layout(o_.pages, o_.page_size, DType::f32));
+      EXPECT_TRUE(kv.has_value());
+      if (!kv) return INFINITY;
+      const std::vector<float> logits = prefill(c, 0, *kv);
+      EXPECT_EQ(logits.size(), c.prompt.size() * vocab());
+      if (logits.size() != c.prompt.size() * vocab()) return INFINITY;
+      const float d = logit_diff(logits, c);
+      EXPECT_LE(d, tol) << o_.fixture << ", prompt of " << c.prompt.size();
+      worst = std::max(worst, d);
+      const float* last = logits.data() + (c.prompt.size() - 1) * vocab();
+      EXPECT_EQ(greedy_decode(*model_, *backend_, *kv, last, static_cast<int>(c.prompt.size()), c.greedy.size(),
+                              o_.page_size, o_.pages),
+                c.greedy)
+          << o_.fixture << ", prompt of " << c.prompt.size();
+    }
+    return worst;
+  }
+
+  // Each case in chunks of each of `sizes` rows (which cut the images anywhere: each chunk
+  // scatters its rows of the image's cached features): every position's logits within tol of
+  // transformers' as in one prefill. Returns the largest logit difference.
+  float expect_chunks_match(float tol, const std::vector<size_t>& sizes) {
+    float worst = 0.0f;
+    for (size_t size : sizes)
+      for (const ImageCase& c : cases_) {
+        auto kv = KvCache::allocate(*backend_, model_->kv_layout(o_.pages, o_.page_size, DType::f32));
+        EXPECT_TRUE(kv.has_value());
+        if (!kv) return INFINITY;
+        const float d = logit_diff(prefill(c, size, *kv), c);
+        EXPECT_LE(d, tol) << o_.fixture << ", prompt of " << c.prompt.size() << " in chunks of " << size;
+        worst = std::max(worst, d);
+      }
+    return worst;
+  }
+
+ private:
+  Options o_;
+  std::unique_ptr<Backend> backend_ = make_cpu_backend({.n_threads = 2});
+  std::vector<StepImage> images_;
+  std::vector<ImageCase> cases_;
+  std::unique_ptr<Model> model_;
+};
+
+}  // namespace brigade::testing
