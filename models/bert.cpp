@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "models/bert_config.h"
+#include "models/encoder_checks.h"
 #include "models/step_check.h"
 #include "models/step_inputs.h"
 #include "models/weight_loader.h"
@@ -51,7 +52,7 @@ class BertModel final : public Model {
     OwnedTensor qkv, qkv_b, o, o_b, ln1_w, ln1_b, fc1, fc1_b, fc2, fc2_b, ln2_w, ln2_b;
   };
   // The step's word ids (token types masked off) and type ids; invalid_argument for a step an
-  // encoder cannot run.
+  // encoder cannot run (check_encoder_step).
   Status split_tokens(const StepBatch& batch);
   // After check_step: the rows of the position table and each row's attend_until; invalid_argument
   // unless every sequence is a whole prompt.
@@ -123,11 +124,7 @@ Status BertModel::load(const Checkpoint& ck) {
 }
 
 Status BertModel::split_tokens(const StepBatch& batch) {
-  if (!batch.device_tokens.empty())
-    return invalid_argument("an encoder takes its tokens from the host (no device_tokens)");
-  if (!batch.images.empty()) return unsupported(config_.arch + " takes no images");
-  for (int32_t id : batch.lora)
-    if (id != 0) return unsupported(config_.arch + " encoders run no LoRA adapters");
+  BRIGADE_RETURN_IF_ERROR(check_encoder_step(batch, config_.arch));
   const size_t n = batch.tokens.size();
   words_.resize(n);
   types_.resize(n);
@@ -143,6 +140,7 @@ Status BertModel::split_tokens(const StepBatch& batch) {
 }
 
 Status BertModel::plan_rows(const StepBatch& batch) {
+  BRIGADE_RETURN_IF_ERROR(check_whole_prompts(batch));
   const size_t n = batch.tokens.size();
   position_rows_.resize(n);
   until_.resize(n);
@@ -150,10 +148,6 @@ Status BertModel::plan_rows(const StepBatch& batch) {
   for (int s = 0; s < batch.n_seqs(); ++s) {
     const int first = batch.q_start[static_cast<size_t>(s)], end = batch.q_start[static_cast<size_t>(s) + 1];
     const int ctx = batch.ctx_len[static_cast<size_t>(s)];
-    if (end - first != ctx)
-      return invalid_argument("an encoder runs each prompt whole in one step: sequence " + std::to_string(s) +
-                              " has " + std::to_string(end - first) + " of its " + std::to_string(ctx) +
-                              " positions in this one");
     // RoBERTa's create_position_ids_from_input_ids: the non-padding tokens count up from
     // padding_idx + 1, a padding token sits at padding_idx; BERT's are the positions.
     int counted = 0;
@@ -172,8 +166,6 @@ void BertModel::upload(const OwnedTensor& dst, const std::vector<int32_t>& src) 
 }
 
 Status BertModel::forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) {
-  if (!batch.logit_rows.empty())
-    return invalid_argument(config_.arch + " is an encoder: it computes no logits (it pools hidden states)");
   BRIGADE_RETURN_IF_ERROR(split_tokens(batch));
   StepBatch plain = batch;  // the ids without their token types, as check_step and the upload take them
   plain.tokens = words_;
@@ -248,17 +240,7 @@ StepCost BertModel::step_cost(const StepBatch& batch, double kv_bytes_per_token)
 
 Expected<std::unique_ptr<Model>> load_bert(const Checkpoint& checkpoint, Backend& backend, const LoadOptions& options) {
   const ModelConfig& c = checkpoint.config();
-  if (options.max_batch_tokens < 1)
-    return invalid_argument("max_batch_tokens must be >= 1 (got " + std::to_string(options.max_batch_tokens) + ")");
-  if (!backend.supports_vision() || backend.activation_dtype() != DType::f32)
-    return unsupported(c.arch + " encoders run on the CPU backend (LayerNorm and GELU); backend '" + backend.name() +
-                       "' has no such ops");
-  if (options.communicator != nullptr && options.communicator->size() > 1)
-    return unsupported(c.arch + " encoders run at tp 1 (tensor parallelism splits the decoders)");
-  if (options.lora_enabled()) return unsupported("LoRA adapters are not supported for " + c.arch + " encoders");
-  if (const auto t = options.weight_dtype; t && *t != DType::f32 && *t != DType::bf16 && *t != DType::f16)
-    return unsupported(std::string("weights: ") + dtype_name(*t) + " is not supported for " + c.arch +
-                       " encoders; they load f32, bf16 or f16");
+  BRIGADE_RETURN_IF_ERROR(check_encoder_load(c, backend, options));
   auto model = std::make_unique<BertModel>(c, backend, options);
   BRIGADE_RETURN_IF_ERROR(model->load(checkpoint));
   return std::unique_ptr<Model>(std::move(model));

@@ -30,6 +30,19 @@ std::pair<std::string, std::string> split_architecture(const std::string& name) 
 
 }  // namespace
 
+Status read_encoder_fields(const json& j, ModelConfig& c) {
+  bool decoder = false, cross = false;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "is_decoder", decoder));
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "add_cross_attention", cross));
+  if (decoder || cross)
+    return unsupported("config.json: " + std::string(decoder ? "is_decoder" : "add_cross_attention") +
+                       " is set: brigade runs " + c.arch + " as an encoder only");
+  BRIGADE_RETURN_IF_ERROR(read_dtype(j, c.dtype));
+  if (auto q = j.find("quantization_config"); q != j.end() && !q->is_null())
+    return unsupported("config.json: quantization_config is not supported for " + c.arch + " encoders");
+  return Status::ok();
+}
+
 bool is_bert_family(const json& j) {
   const std::string arch = first_architecture(j);
   if (!arch.empty()) return !split_architecture(arch).first.empty();
@@ -68,9 +81,7 @@ Expected<ModelConfig> read_distilbert_config(const json& j, bool seq_cls) {
   c.mlp_activation = MlpActivation::gelu;
   c.type_vocab_size = 0;
   c.bos_id = -1;
-  BRIGADE_RETURN_IF_ERROR(read_dtype(j, c.dtype));
-  if (auto q = j.find("quantization_config"); q != j.end() && !q->is_null())
-    return unsupported("config.json: quantization_config is not supported for distilbert encoders");
+  BRIGADE_RETURN_IF_ERROR(read_encoder_fields(j, c));
   BRIGADE_RETURN_IF_ERROR(c.validate());
   return c;
 }
@@ -122,12 +133,6 @@ Expected<ModelConfig> read_bert_config(const json& j) {
   if (positions != "absolute")
     return unsupported("config.json: position_embedding_type '" + positions + "' is not supported; " + c.arch +
                        " runs absolute position embeddings");
-  bool decoder = false, cross = false;
-  BRIGADE_RETURN_IF_ERROR(read_bool(j, "is_decoder", decoder));
-  BRIGADE_RETURN_IF_ERROR(read_bool(j, "add_cross_attention", cross));
-  if (decoder || cross)
-    return unsupported("config.json: " + std::string(decoder ? "is_decoder" : "add_cross_attention") +
-                       " is set: brigade runs " + c.arch + " as an encoder only");
   // RoBERTa numbers positions from padding_idx + 1 (create_position_ids_from_input_ids).
   int pad = c.arch == "roberta" ? 1 : 0;
   BRIGADE_RETURN_IF_ERROR(read_int(j, "pad_token_id", pad, false));
@@ -139,9 +144,7 @@ Expected<ModelConfig> read_bert_config(const json& j) {
     c.position_offset = pad + 1;
   }
   c.max_position = max_positions - c.position_offset;
-  BRIGADE_RETURN_IF_ERROR(read_dtype(j, c.dtype));
-  if (auto q = j.find("quantization_config"); q != j.end() && !q->is_null())
-    return unsupported("config.json: quantization_config is not supported for " + c.arch + " encoders");
+  BRIGADE_RETURN_IF_ERROR(read_encoder_fields(j, c));
   BRIGADE_RETURN_IF_ERROR(c.validate());
   return c;
 }

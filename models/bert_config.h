@@ -26,6 +26,11 @@ bool is_bert_family(const nlohmann::json& j);
 // no token types (type_vocab_size 0), eps 1e-12.
 Expected<ModelConfig> read_bert_config(const nlohmann::json& j);
 
+// What every encoder's config.json (BERT's family, ModernBERT's) reads alike, into c (arch
+// set): torch_dtype; unsupported, naming the field and c.arch, for is_decoder or
+// add_cross_attention set (an encoder only) or a quantization_config.
+Status read_encoder_fields(const nlohmann::json& j, ModelConfig& c);
+
 // Where the encoder's tensors live in a checkpoint of `config`: "" (BertModel, as
 // sentence-transformers saves it), "bert." / "roberta." / "distilbert." (the task models) or
 // "model.". `has` says whether a tensor name exists.

@@ -147,7 +147,7 @@ Status read_encoder_head(const Checkpoint& ck, ClassifierHead& head) {
                             : distil ? "pre_classifier"
                                      : "classifier.dense";
   const std::string out = bert || distil ? "classifier" : "classifier.out_proj";
-  head.pre_relu = distil;
+  head.pre_activation = distil ? DenseActivation::relu : DenseActivation::tanh;
   const int64_t h = head.hidden;
   auto shape = ck.tensor(out + ".weight");
   if (!shape)
@@ -163,7 +163,40 @@ Status read_encoder_head(const Checkpoint& ck, ClassifierHead& head) {
   BRIGADE_RETURN_IF_ERROR(read_f32(ck, out + ".bias", {head.num_labels}, head.bias));
   head.source = dense + (distil ? " + relu, " : " + tanh, ") + out + " over the first token";
   head.generates = false;
-  head.first_token = true;
+  head.pooling = Pooling::cls;
+  return Status::ok();
+}
+
+// ModernBertForSequenceClassification's head: classifier_pooling ("cls": the first token,
+// "mean": every prompt token) over final_norm's output, then head.dense (a bias with
+// classifier_bias), classifier_activation, head.norm (a LayerNorm of norm_eps, a bias with
+// norm_bias), then classifier with its bias. read_modernbert_config checked the names.
+Status read_modernbert_head(const Checkpoint& ck, const json& config, ClassifierHead& head) {
+  const ModelConfig& c = ck.config();
+  const int64_t h = head.hidden;
+  auto shape = ck.tensor("classifier.weight");
+  if (!shape)
+    return corrupt(ck.path() + ": " + head.architecture + " needs the classifier tensor 'classifier.weight', which the "
+                   "checkpoint lacks");
+  if (shape->shape.size() != 2 || shape->shape[0] < 1 || shape->shape[1] != h)
+    return corrupt(shape->file + ": tensor 'classifier.weight' has shape " + shape->shape_string() +
+                   ", not [num_labels, " + std::to_string(h) + "]");
+  head.num_labels = static_cast<int>(shape->shape[0]);
+  std::string act = string_key(config, "classifier_activation");
+  if (act.empty()) act = "gelu";  // ModernBertConfig's default
+  head.pre_activation = act == "relu" ? DenseActivation::relu : act == "tanh" ? DenseActivation::tanh : DenseActivation::gelu;
+  head.pooling = string_key(config, "classifier_pooling") == "mean" ? Pooling::mean : Pooling::cls;
+  head.pre_norm_eps = c.rms_eps;
+  BRIGADE_ASSIGN_OR_RETURN(const bool dense_bias, bool_key(config, "classifier_bias", false));
+  BRIGADE_RETURN_IF_ERROR(read_f32(ck, "head.dense.weight", {h, h}, head.pre_weight));
+  if (dense_bias) BRIGADE_RETURN_IF_ERROR(read_f32(ck, "head.dense.bias", {h}, head.pre_bias));
+  BRIGADE_RETURN_IF_ERROR(read_f32(ck, "head.norm.weight", {h}, head.pre_norm_weight));
+  if (c.norm_bias) BRIGADE_RETURN_IF_ERROR(read_f32(ck, "head.norm.bias", {h}, head.pre_norm_bias));
+  BRIGADE_RETURN_IF_ERROR(read_f32(ck, "classifier.weight", {head.num_labels, h}, head.weight));
+  BRIGADE_RETURN_IF_ERROR(read_f32(ck, "classifier.bias", {head.num_labels}, head.bias));
+  head.source = "head.dense + " + act + " + head.norm, classifier over the " +
+                (head.pooling == Pooling::mean ? "mean of the tokens" : "first token");
+  head.generates = false;
   return Status::ok();
 }
 
@@ -206,6 +239,26 @@ std::vector<double> affine(const std::vector<float>& w, const std::vector<float>
   return y;
 }
 
+double activate(double v, DenseActivation a) {
+  switch (a) {
+    case DenseActivation::tanh: return std::tanh(v);
+    case DenseActivation::relu: return std::max(v, 0.0);
+    case DenseActivation::gelu: return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+  }
+  return v;
+}
+
+// torch.nn.LayerNorm over x, in place: (x - mean) / sqrt(var + eps) * weight (+ bias).
+void layer_norm(std::vector<double>& x, const std::vector<float>& weight, const std::vector<float>& bias, float eps) {
+  double mean = 0.0, var = 0.0;
+  for (double v : x) mean += v;
+  mean /= static_cast<double>(x.size());
+  for (double v : x) var += (v - mean) * (v - mean);
+  var /= static_cast<double>(x.size());
+  const double inv = 1.0 / std::sqrt(var + double{eps});
+  for (size_t i = 0; i < x.size(); ++i) x[i] = (x[i] - mean) * inv * weight[i] + (bias.empty() ? 0.0 : double{bias[i]});
+}
+
 }  // namespace
 
 std::vector<double> ClassifierHead::logits(std::span<const float> h) const {
@@ -213,7 +266,8 @@ std::vector<double> ClassifierHead::logits(std::span<const float> h) const {
   std::vector<double> x(h.begin(), h.end());
   if (!pre_weight.empty()) {
     x = affine(pre_weight, pre_bias, x, hidden);
-    for (double& v : x) v = pre_relu ? std::max(v, 0.0) : std::tanh(v);
+    for (double& v : x) v = activate(v, pre_activation);
+    if (!pre_norm_weight.empty()) layer_norm(x, pre_norm_weight, pre_norm_bias, pre_norm_eps);
   }
   return affine(weight, bias, x, num_labels);
 }
@@ -315,7 +369,9 @@ Expected<std::optional<ClassifierHead>> read_classifier(const std::string& model
       return invalid_argument("classifier_from_token needs a method (from_2_way_softmax or no_post_processing), or "
                               "is_original_qwen3_reranker: true");
   }
-  if (ck->config().encoder) {
+  if (ck->config().arch == "modernbert") {
+    BRIGADE_RETURN_IF_ERROR(read_modernbert_head(*ck, config, head));
+  } else if (ck->config().encoder) {
     BRIGADE_RETURN_IF_ERROR(read_encoder_head(*ck, head));
   } else if (method.empty()) {
     auto score = ck->tensor("score.weight");

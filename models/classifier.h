@@ -9,7 +9,9 @@
 //   - an encoder's (BertForSequenceClassification: the pooler's dense + tanh, then `classifier`;
 //     (XLM-)RobertaForSequenceClassification: classifier.dense + tanh, then classifier.out_proj;
 //     DistilBertForSequenceClassification: pre_classifier + ReLU, then classifier; over the
-//     first token: cross-encoder/ms-marco-MiniLM-L-6-v2, bge-reranker-base, distilbert-sst-2);
+//     first token: cross-encoder/ms-marco-MiniLM-L-6-v2, bge-reranker-base, distilbert-sst-2;
+//     ModernBertForSequenceClassification: classifier_pooling's first token or mean, head.dense,
+//     classifier_activation, head.norm, then classifier: gte-reranker-modernbert-base);
 //   - a causal LM's lm_head rows, as vLLM converts one when config.json (or --hf-overrides) names
 //     a *ForSequenceClassification architecture with `classifier_from_token`:
 //       method "from_2_way_softmax" (also `is_original_qwen3_reranker: true`): one label,
@@ -35,6 +37,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "models/pooling.h"
 
 namespace brigade {
 
@@ -42,6 +45,11 @@ class Tokenizer;
 
 enum class ClassifierActivation { identity, sigmoid, softmax };
 const char* activation_name(ClassifierActivation a);
+
+// The activation after an encoder head's dense layer: BERT's pooler and RoBERTa's
+// classifier.dense (tanh), DistilBERT's pre_classifier (relu), ModernBERT's classifier_activation
+// (gelu: the exact erf GELU).
+enum class DenseActivation { tanh, relu, gelu };
 
 // What a pooling request asks of the model (vLLM's PoolingParams.task): an embedding, a
 // classification (/classify), or a cross-encoder score (/score, /rerank).
@@ -54,14 +62,21 @@ struct ClassifierHead {
   int num_labels = 0;
   std::vector<float> weight;           // [num_labels, hidden] f32
   std::vector<float> bias;             // [num_labels] f32, or empty (decoders' score.weight has none)
-  // Encoders (models/bert.h): a dense layer [hidden, hidden] (+ bias) and tanh before `weight`:
-  // BERT's pooler, RoBERTa's classifier.dense; or ReLU (pre_relu): DistilBERT's pre_classifier.
-  // Empty for decoders.
+  // Encoders (models/bert.h, models/modernbert.h): a dense layer [hidden, hidden] (+ bias, or
+  // none: ModernBERT's classifier_bias false) and pre_activation before `weight`: BERT's pooler,
+  // RoBERTa's classifier.dense (tanh); DistilBERT's pre_classifier (relu); ModernBERT's head.dense
+  // (gelu), followed by a LayerNorm (pre_norm_weight [hidden], pre_norm_bias [hidden] or empty,
+  // eps pre_norm_eps; ModernBERT's head.norm). Empty for decoders.
   std::vector<float> pre_weight;
   std::vector<float> pre_bias;
-  bool pre_relu = false;
-  // The head reads the prompt's first token ([CLS], <s>: encoders) rather than its last.
-  bool first_token = false;
+  DenseActivation pre_activation = DenseActivation::tanh;
+  std::vector<float> pre_norm_weight;
+  std::vector<float> pre_norm_bias;
+  float pre_norm_eps = 1e-5f;
+  // The prompt's hidden states the head reads: its last token's (decoders), its first token's
+  // ([CLS], <s>: the encoders; ModernBERT's classifier_pooling "cls"), or their mean over every
+  // prompt token (ModernBERT's classifier_pooling "mean").
+  Pooling pooling = Pooling::last;
   std::vector<std::string> labels;     // config.json's id2label, else LABEL_<i>
   ClassifierActivation classify_activation = ClassifierActivation::softmax;
   ClassifierActivation score_activation = ClassifierActivation::softmax;
@@ -73,8 +88,9 @@ struct ClassifierHead {
   // still generates; false for a *ForSequenceClassification checkpoint, which has none.
   bool generates = false;
 
-  // weight · tanh(pre_weight · hidden + pre_bias) + bias (ReLU for pre_relu; without pre_weight:
-  // weight · hidden + bias) in f64. `hidden` must have `hidden` values.
+  // weight · norm(act(pre_weight · hidden + pre_bias)) + bias (act: pre_activation; norm:
+  // pre_norm_weight's LayerNorm, or none; without pre_weight: weight · hidden + bias) in f64.
+  // `hidden` (the pooled hidden state) must have `hidden` values.
   std::vector<double> logits(std::span<const float> hidden_state) const;
   // The activation of `task` (classify or score) over logits, or the logits as they are when
   // use_activation is false.

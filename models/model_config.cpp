@@ -5,9 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include "models/bert_config.h"
+#include "models/modernbert_config.h"
 #include "models/classic_decoders_config.h"
-#include "models/state_space_config.h"
 #include "models/dbrx_config.h"
+#include "models/state_space_config.h"
 #include "models/config_json.h"
 #include "models/deepseek_config.h"
 #include "models/kimi_linear_config.h"
@@ -41,7 +42,8 @@ constexpr const char* kSupported =
     "language model), Gemma3nForCausalLM (gemma3n_text), Gemma3nForConditionalGeneration (gemma3n: its language "
     "model), Gemma4ForCausalLM (gemma4_text), Gemma4ForConditionalGeneration (gemma4: its language model), GptOssForCausalLM (gpt_oss), Glm4MoeForCausalLM (glm4_moe), Qwen2VLForConditionalGeneration "
     "(qwen2_vl), Qwen2_5_VLForConditionalGeneration (qwen2_5_vl); encoders: BertModel (bert), RobertaModel "
-    "(roberta), XLMRobertaModel (xlm-roberta) and their ForMaskedLM / ForSequenceClassification; state-space: "
+    "(roberta), XLMRobertaModel (xlm-roberta) and their ForMaskedLM / ForSequenceClassification, ModernBertModel "
+    "(modernbert), ModernBertForMaskedLM, ModernBertForSequenceClassification; state-space: "
     "Mamba2ForCausalLM (mamba2), MambaForCausalLM (mamba), FalconMambaForCausalLM (falcon_mamba); hybrids: "
     "GraniteMoeHybridForCausalLM (granitemoehybrid), NemotronHForCausalLM (nemotron_h), JambaForCausalLM (jamba), "
     "Qwen3NextForCausalLM (qwen3_next), Qwen3_5ForCausalLM (qwen3_5_text), Qwen3_5MoeForCausalLM (qwen3_5_moe_text), "
@@ -696,12 +698,13 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
     return c;
   }
   if (is_bert_family(j)) return read_bert_config(j);  // encoders (models/bert_config.h)
+  if (is_modernbert(j)) return read_modernbert_config(j);  // (models/modernbert_config.h)
   apply_exaone3_config_names(j);  // models/classic_decoders_config.h
   apply_gpt_config_names(j);      // models/gpt_decoders_config.h
+  apply_dbrx_config_names(j);     // models/dbrx_config.h
   bool seq_cls = false;
   BRIGADE_ASSIGN_OR_RETURN(std::string arch, detect_arch(j, seq_cls));
   ModelConfig c;
-  apply_dbrx_config_names(j);     // models/dbrx_config.h
   c.arch = arch;
   c.seq_cls = seq_cls;
   c.rope_style = RopeStyle::neox;

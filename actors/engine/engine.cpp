@@ -470,9 +470,9 @@ class EngineImpl final : public Engine {
   Expected<uint64_t> submit_embed(const EmbedOptions& request, EmbedCallback on_done) override {
     BRIGADE_RETURN_IF_ERROR(validate_embed(request, summary_));
     BRIGADE_RETURN_IF_ERROR(validate_labels(request.labels));
-    // A classifier reads the last token's hidden state (an encoder's: the first), whatever pooling
-    // embeddings use.
-    const Pooling head_pooling = summary_.classifier && summary_.classifier->first_token ? Pooling::cls : Pooling::last;
+    // A classifier reads the hidden states its head pools (the last token's; an encoder's first,
+    // or ModernBERT's mean), whatever pooling embeddings use.
+    const Pooling head_pooling = summary_.classifier ? summary_.classifier->pooling : Pooling::last;
     const Pooling pooling = request.task == PoolingTask::embed ? summary_.pooling : head_pooling;
     return submit_as(embed_as_generate(request), pooling, embed_events(request, summary_, std::move(on_done)));
   }

@@ -139,7 +139,7 @@ TEST(EngineEncoder, ACrossEncoderScoresPairsWithTheirTokenTypes) {
   auto engine = testing::create_engine(options("bert_cross"));
   ASSERT_TRUE(engine);
   ASSERT_TRUE(engine->model().classifier);
-  EXPECT_TRUE(engine->model().classifier->first_token);
+  EXPECT_EQ(engine->model().classifier->pooling, Pooling::cls);
   const json want = expected("bert_cross");
   for (const json& c : want["pairs"]) {
     std::vector<int32_t> types;

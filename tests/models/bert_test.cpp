@@ -10,15 +10,15 @@
 #include "models/classifier.h"
 #include "models/model_config.h"
 #include "models/tokenizer.h"
+#include "tests/models/encoder_test_util.h"
 #include "tests/models/hf_fixture.h"
 
 namespace brigade {
 namespace {
 
 using json = nlohmann::json;
+using testing::encoder_hidden_states;
 using testing::TempDir;
-
-constexpr int kPageSize = 16, kPages = 8;  // 128 positions per sequence
 
 std::string dir_of(const std::string& name) { return testing::fixture_dir("encoder/" + name); }
 
@@ -32,35 +32,6 @@ std::vector<int32_t> typed(const json& c) {
     for (size_t i = 0; i < ids.size(); ++i) ids[i] = with_token_type(ids[i], types[i]);
   }
   return ids;
-}
-
-// Every row's hidden state of prompts run whole, all in one step (sequence s in its own pages).
-std::vector<std::vector<float>> hidden_states(Model& model, Backend& backend, const std::vector<std::vector<int32_t>>& prompts,
-                                              Status* status = nullptr) {
-  auto kv = KvCache::allocate(backend, model.kv_layout(kPages * static_cast<int>(prompts.size()), kPageSize, DType::f32));
-  EXPECT_TRUE(kv.has_value());
-  std::vector<testing::SeqChunk> chunks;
-  for (size_t s = 0; s < prompts.size(); ++s) chunks.push_back({static_cast<int>(s), prompts[s], 0, false});
-  StepBatch batch = testing::make_step(chunks, kPageSize, kPages);
-  batch.logit_rows.clear();
-  for (int r = 0; r < batch.n_tokens(); ++r) batch.hidden_rows.push_back(r);
-  const int64_t hidden = model.config().hidden_size, n = batch.n_tokens();
-  auto buf = backend.allocate(static_cast<size_t>(n * hidden) * sizeof(float));
-  EXPECT_TRUE(buf.has_value());
-  batch.hidden = buf->view(DType::f32, {n, hidden});
-  const Status st = model.forward(batch, *kv, Tensor());
-  if (status != nullptr) *status = st;
-  else EXPECT_TRUE(st.is_ok()) << st.to_string();
-  if (!st.is_ok()) return {};
-  std::vector<float> host(static_cast<size_t>(n * hidden));
-  backend.synchronize();
-  backend.download(host.data(), batch.hidden);
-  std::vector<std::vector<float>> out;
-  for (size_t s = 0; s < prompts.size(); ++s) {
-    for (int r = batch.q_start[s]; r < batch.q_start[s + 1]; ++r)
-      out.emplace_back(host.begin() + r * hidden, host.begin() + (r + 1) * hidden);
-  }
-  return out;
 }
 
 void expect_rows(const std::vector<std::vector<float>>& got, size_t first, const json& want, const std::string& what) {
@@ -91,12 +62,12 @@ TEST(BertEncoder, HiddenStatesMatchTransformers) {
   for (const char* kind : {"texts", "pairs"})
     for (const json& k : want[kind]) {
       const auto ids = typed(k);
-      expect_rows(hidden_states(*model, *backend, {ids}), 0, k["hidden"], k.value("text", k.value("text_1", "")));
+      expect_rows(encoder_hidden_states(*model, *backend, {ids}), 0, k["hidden"], k.value("text", k.value("text_1", "")));
       all.push_back(ids);
       cases.push_back(&k);
     }
   ASSERT_EQ(all.size(), 7u);
-  const auto together = hidden_states(*model, *backend, all);
+  const auto together = encoder_hidden_states(*model, *backend, all);
   size_t first = 0;
   for (size_t i = 0; i < all.size(); ++i) {
     expect_rows(together, first, (*cases[i])["hidden"], "in one step, case " + std::to_string(i));
@@ -112,7 +83,7 @@ TEST(BertEncoder, TokenTypesChangeTheSecondSegment) {
   ASSERT_TRUE(model);
   const json fixture = expected("bert_embed");
   const json& pair = fixture["pairs"][0];
-  const auto untyped = hidden_states(*model, *backend, {pair["ids"].get<std::vector<int32_t>>()});
+  const auto untyped = encoder_hidden_states(*model, *backend, {pair["ids"].get<std::vector<int32_t>>()});
   ASSERT_FALSE(untyped.empty());
   const double want = pair["hidden"].back()[0].get<double>();
   EXPECT_GT(std::abs(untyped.back()[0] - want), 1e-3);
@@ -134,7 +105,7 @@ TEST(BertEncoder, RobertaPositionsSkipPaddingIds) {
   const json want = expected("roberta_cls");
   ASSERT_EQ(want["prompts"].size(), 3u);
   for (const json& k : want["prompts"])
-    expect_rows(hidden_states(*model, *backend, {k["ids"].get<std::vector<int32_t>>()}), 0, k["hidden"], k["ids"].dump());
+    expect_rows(encoder_hidden_states(*model, *backend, {k["ids"].get<std::vector<int32_t>>()}), 0, k["hidden"], k["ids"].dump());
 }
 
 using testing::head_or_fail;
@@ -144,7 +115,7 @@ using testing::head_or_fail;
 TEST(BertEncoder, CrossEncoderLogitsMatchTransformers) {
   const ClassifierHead head = head_or_fail(dir_of("bert_cross"));
   EXPECT_EQ(head.num_labels, 1);
-  EXPECT_TRUE(head.first_token);
+  EXPECT_EQ(head.pooling, Pooling::cls);
   EXPECT_FALSE(head.generates);
   EXPECT_EQ(head.source, "bert.pooler.dense + tanh, classifier over the first token");
   EXPECT_EQ(head.score_activation, ClassifierActivation::sigmoid);
@@ -154,7 +125,7 @@ TEST(BertEncoder, CrossEncoderLogitsMatchTransformers) {
   const json want = expected("bert_cross");
   ASSERT_EQ(want["pairs"].size(), 3u);
   for (const json& k : want["pairs"]) {
-    const auto rows = hidden_states(*model, *backend, {typed(k)});
+    const auto rows = encoder_hidden_states(*model, *backend, {typed(k)});
     ASSERT_FALSE(rows.empty());
     EXPECT_NEAR(head.logits(rows[0])[0], k["logit"].get<double>(), 1e-4);
     EXPECT_NEAR(head.outputs(rows[0], PoolingTask::score, true)[0], k["score"].get<double>(), 1e-5);
@@ -174,7 +145,7 @@ TEST(BertEncoder, RobertaClassifierLogitsMatchTransformers) {
   int n = 0;
   for (const char* kind : {"texts", "pairs", "prompts"})
     for (const json& k : want[kind]) {
-      const auto rows = hidden_states(*model, *backend, {k["ids"].get<std::vector<int32_t>>()});
+      const auto rows = encoder_hidden_states(*model, *backend, {k["ids"].get<std::vector<int32_t>>()});
       ASSERT_FALSE(rows.empty());
       const auto logits = head.logits(rows[0]);
       for (size_t l = 0; l < 3; ++l) EXPECT_NEAR(logits[l], k["logits"][l].get<double>(), 1e-4) << kind << " " << l;
@@ -203,7 +174,7 @@ TEST(BertEncoder, XlmRobertaRerankerMatchesTransformers) {
     auto ids = (*tok)->encode_pair(k["text_1"].get<std::string>(), k["text_2"].get<std::string>());
     ASSERT_TRUE(ids.has_value()) << ids.status().to_string();
     EXPECT_EQ(*ids, k["ids"].get<std::vector<int32_t>>());
-    const auto rows = hidden_states(*model, *backend, {k["ids"].get<std::vector<int32_t>>()});
+    const auto rows = encoder_hidden_states(*model, *backend, {k["ids"].get<std::vector<int32_t>>()});
     ASSERT_FALSE(rows.empty());
     EXPECT_NEAR(head.logits(rows[0])[0], k["logit"].get<double>(), 1e-4);
     EXPECT_NEAR(head.outputs(rows[0], PoolingTask::score, true)[0], k["score"].get<double>(), 1e-5);
@@ -216,7 +187,7 @@ TEST(BertEncoder, XlmRobertaRerankerMatchesTransformers) {
 TEST(BertEncoder, DistilBertMatchesTransformers) {
   const ClassifierHead head = head_or_fail(dir_of("distilbert_sst"));
   EXPECT_EQ(head.num_labels, 2);
-  EXPECT_TRUE(head.pre_relu);
+  EXPECT_EQ(head.pre_activation, DenseActivation::relu);
   EXPECT_EQ(head.labels, (std::vector<std::string>{"NEGATIVE", "POSITIVE"}));
   EXPECT_EQ(head.source, "pre_classifier + relu, classifier over the first token");
   auto backend = make_cpu_backend({.n_threads = 1});
@@ -227,7 +198,7 @@ TEST(BertEncoder, DistilBertMatchesTransformers) {
   const json want = expected("distilbert_sst");
   ASSERT_EQ(want["texts"].size(), 4u);
   for (const json& k : want["texts"]) {
-    const auto rows = hidden_states(*model, *backend, {k["ids"].get<std::vector<int32_t>>()});
+    const auto rows = encoder_hidden_states(*model, *backend, {k["ids"].get<std::vector<int32_t>>()});
     expect_rows(rows, 0, k["hidden"], k["text"]);
     ASSERT_FALSE(rows.empty());
     const auto logits = head.logits(rows[0]);
@@ -240,29 +211,21 @@ TEST(BertEncoder, RefusesStepsItCannotRun) {
   auto backend = make_cpu_backend({.n_threads = 1});
   auto model = testing::load_or_fail(dir_of("roberta_cls"), *backend);
   ASSERT_TRUE(model);
-  auto kv = KvCache::allocate(*backend, model->kv_layout(kPages, kPageSize, DType::f32));
-  ASSERT_TRUE(kv.has_value());
   // A chunk that continues a prompt: the encoder needs it whole.
-  StepBatch part = testing::make_step({{0, {5, 6, 7}, 4, false}}, kPageSize, kPages);
-  part.logit_rows.clear();
-  Status st = model->forward(part, *kv, Tensor());
+  Status st = testing::encoder_step_status(*model, *backend, {0, {5, 6, 7}, 4, false});
   EXPECT_EQ(st.code(), StatusCode::invalid_argument);
   EXPECT_NE(st.message().find("whole in one step"), std::string::npos) << st.to_string();
   // Logits.
-  StepBatch logits = testing::make_step({{0, {0, 5, 2}, 0, false}}, kPageSize, kPages);
-  st = model->forward(logits, *kv, Tensor());
+  st = testing::encoder_step_status(*model, *backend, {0, {0, 5, 2}, 0, false}, true);
   EXPECT_EQ(st.code(), StatusCode::invalid_argument);
   EXPECT_NE(st.message().find("computes no logits"), std::string::npos) << st.to_string();
   // A token type this encoder does not have (RoBERTa has one).
-  StepBatch type1 = testing::make_step({{0, {0, with_token_type(5, 1), 2}, 0, false}}, kPageSize, kPages);
-  type1.logit_rows.clear();
-  st = model->forward(type1, *kv, Tensor());
+  st = testing::encoder_step_status(*model, *backend, {0, {0, with_token_type(5, 1), 2}, 0, false});
   EXPECT_EQ(st.code(), StatusCode::invalid_argument);
   EXPECT_NE(st.message().find("token type 1"), std::string::npos) << st.to_string();
   // An id outside the vocabulary.
-  StepBatch bad = testing::make_step({{0, {0, 100000, 2}, 0, false}}, kPageSize, kPages);
-  bad.logit_rows.clear();
-  EXPECT_EQ(model->forward(bad, *kv, Tensor()).code(), StatusCode::invalid_argument);
+  EXPECT_EQ(testing::encoder_step_status(*model, *backend, {0, {0, 100000, 2}, 0, false}).code(),
+            StatusCode::invalid_argument);
 }
 
 // config.json fields an encoder here does not run are refused by name.

@@ -120,6 +120,13 @@ if "$bin" --log-level info generate --model "$enc/bert_embed" --prompt "hello" -
   --threads 1 2>"$dir/enc_4.txt"; then exit 1; fi
 grep -q "in steps of 128 tokens (max_step_tokens raised to the model's positions)$" "$dir/enc_4.txt"
 if "$bin" generate --model "$enc/bert_embed" --prompt "hello" --max-num-batched-tokens 0 2>/dev/null; then exit 1; fi
+# ModernBERT (tests/fixtures/modernbert, scripts/make_modernbert_fixtures.py): its layers and the
+# reranker's mean-pooled head.
+mb=$(cd "$(dirname "$0")/../fixtures/modernbert" && pwd)
+"$bin" inspect "$mb/rerank" >"$dir/modernbert.txt"
+grep -q "^architecture:  modernbert$" "$dir/modernbert.txt"
+grep -q "^encoder:       every token sees the prompt (run whole, uncached); pre-norm LayerNorm (eps 1e-05, no biases), gated gelu MLP, RoPE; 2 global layers (theta 160000), 2 local (+-4 tokens, theta 10000), no token types$" "$dir/modernbert.txt"
+grep -q "^classifier: ModernBertForSequenceClassification: 1 label (LABEL_0) from head.dense + gelu + head.norm, classifier over the mean of the tokens; /classify sigmoid, /score sigmoid$" "$dir/modernbert.txt"
 
 # Mamba2 (tests/fixtures/mamba2, scripts/make_fixtures.py): inspect describes the mixers and the
 # state; generate's greedy ids are transformers'; make-model writes one that serves text, with a
