@@ -340,6 +340,13 @@ class Backend {
   // out [n, I] = gelu_tanh(gate_up[:, :I]) * gate_up[:, I:] (Gemma's gelu_pytorch_tanh:
   // gelu_tanh(g) = 0.5 g (1 + tanh(sqrt(2 / pi) (g + 0.044715 g^3)))); gate_up [n, 2I].
   virtual void gelu_tanh_mul(const Tensor& gate_up, const Tensor& out) = 0;
+  // out [n, I] = gelu(gate_up[:, :I]) * gate_up[:, I:] with the exact GELU, 0.5 g (1 + erf(g /
+  // sqrt 2)) (ModernBERT's GeGLU, hidden_activation "gelu"); gate_up [n, 2I]. Implemented where
+  // supports_gelu is (the CPU and CUDA backends).
+  virtual void gelu_mul(const Tensor& gate_up, const Tensor& out) {
+    (void)gate_up, (void)out;
+    BRIGADE_CHECK(false, "gelu_mul on a backend without the exact GELU (supports_gelu() is false)");
+  }
   // xIELU of x [n, d] in place (Apertus's ungated MLP; transformers' XIELUActivation):
   // x > 0: alpha_p x^2 + beta x; else (expm1(min(x, eps)) - x) alpha_n + beta x.
   virtual void xielu(const Tensor& x, const XieluParams& p) {

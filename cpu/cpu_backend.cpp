@@ -105,6 +105,7 @@ class CpuBackend final : public Backend {
     cpu::silu_mul(ctx_, gate_up, out);
   }
   void gelu_tanh_mul(const Tensor& gate_up, const Tensor& out) override { cpu::gelu_tanh_mul(ctx_, gate_up, out); }
+  void gelu_mul(const Tensor& gate_up, const Tensor& out) override { cpu::gelu_mul(ctx_, gate_up, out); }
   void xielu(const Tensor& x, const XieluParams& p) override { cpu::xielu(ctx_, x, p); }
   void scale(const Tensor& x, float s) override { cpu::scale(ctx_, x, s); }
   void softcap(const Tensor& x, float cap) override { cpu::softcap(ctx_, x, cap); }

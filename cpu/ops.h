@@ -94,6 +94,7 @@ void add_row_bias(const CpuContext& c, const Tensor& x, const Tensor& bias);
 void silu_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out);
 float gelu_tanh(float x);  // torch's gelu(approximate='tanh'), f32
 void gelu_tanh_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out);
+void gelu_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out);
 void xielu(const CpuContext& c, const Tensor& x, const XieluParams& p);
 void scale(const CpuContext& c, const Tensor& x, float s);
 void softcap(const CpuContext& c, const Tensor& x, float cap);

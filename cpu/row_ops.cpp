@@ -1,4 +1,4 @@
-// Row-wise ops: embedding, add, silu_mul, gelu_tanh_mul, xielu, scale, softcap, clamp, write_kv, gather_rows.
+// Row-wise ops: embedding, add, silu_mul, gelu_tanh_mul, gelu_mul, xielu, scale, softcap, clamp, write_kv, gather_rows.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -87,6 +87,15 @@ float gelu_tanh(float x) {
 void gelu_tanh_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out) {
   gated_mul(c, gate_up, out, [](const float* g, const float* u, float* o, int64_t k) {
     for (int64_t j = 0; j < k; ++j) o[j] = gelu_tanh(g[j]) * u[j];
+  });
+}
+
+// The exact GELU of the gate (the kernels' gelu_erf, torch's approximate='none'), times up.
+void gelu_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out) {
+  gated_mul(c, gate_up, out, [&](const float* g, const float* u, float* o, int64_t k) {
+    std::copy_n(g, k, o);
+    c.kernels->gelu_erf(o, k);
+    for (int64_t j = 0; j < k; ++j) o[j] *= u[j];
   });
 }
 

@@ -312,13 +312,15 @@ class CudaBackendImpl final : public CudaBackend {
     graphs_->record(Sig() << kSiluMul << gate_up << out,
                     [=, this] { gpu::launch_silu_mul(gate_up.data, out.data, n, inter, stream_); });
   }
-  void gelu_tanh_mul(const Tensor& gate_up, const Tensor& out) override {
+  void gelu_tanh_mul(const Tensor& gate_up, const Tensor& out) override { gelu_mul_op(gate_up, out, /*exact=*/false); }
+  void gelu_mul(const Tensor& gate_up, const Tensor& out) override { gelu_mul_op(gate_up, out, /*exact=*/true); }
+  void gelu_mul_op(const Tensor& gate_up, const Tensor& out, bool exact) {
     const int64_t n = gate_up.dim(0), inter = gate_up.row_numel() / 2;
     BRIGADE_CHECK(gate_up.row_numel() == 2 * inter && out.numel() == n * inter && out.dtype == DType::bf16 &&
-                      gate_up.dtype == DType::bf16, "gelu_tanh_mul: gate_up [n, 2I], out [n, I] bf16");
+                      gate_up.dtype == DType::bf16, "gelu_tanh_mul / gelu_mul: gate_up [n, 2I], out [n, I] bf16");
     bind();
-    graphs_->record(Sig() << kGeluTanhMul << gate_up << out,
-                    [=, this] { gpu::launch_gelu_tanh_mul(gate_up.data, out.data, n, inter, stream_); });
+    graphs_->record(Sig() << kGeluTanhMul << gate_up << out << exact,
+                    [=, this] { gpu::launch_gelu_mul(gate_up.data, out.data, n, inter, exact, stream_); });
   }
   void xielu(const Tensor& x, const XieluParams& p) override {
     BRIGADE_CHECK(x.dtype == DType::bf16, "xielu: x [n, d] bf16");

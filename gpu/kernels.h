@@ -28,8 +28,9 @@ void launch_layer_norm(const void* x, const void* w, DType w_t, const void* b, D
 void launch_add(void* a, const void* b, int64_t count, cudaStream_t stream);
 // out [n, inter] = silu(gate_up[:, :inter]) * gate_up[:, inter:].
 void launch_silu_mul(const void* gate_up, void* out, int64_t n, int64_t inter, cudaStream_t stream);
-// out [n, inter] = gelu_tanh(gate_up[:, :inter]) * gate_up[:, inter:] (Backend::gelu_tanh_mul).
-void launch_gelu_tanh_mul(const void* gate_up, void* out, int64_t n, int64_t inter, cudaStream_t stream);
+// out [n, inter] = gelu_tanh(gate_up[:, :inter]) * gate_up[:, inter:] (Backend::gelu_tanh_mul), or
+// with exact the erf GELU (Backend::gelu_mul).
+void launch_gelu_mul(const void* gate_up, void* out, int64_t n, int64_t inter, bool exact, cudaStream_t stream);
 // x [count] bf16 = gelu(x) in place: the exact erf form, or the tanh one (Backend::gelu, gelu_tanh).
 void launch_gelu(void* x, int64_t count, bool exact, cudaStream_t stream);
 // x [count] bf16 = xielu(x) in place (Backend::xielu's XieluParams, field by field).

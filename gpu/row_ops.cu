@@ -1,4 +1,4 @@
-// Row-wise kernels: embedding, rms_norm / add_rms_norm, layer_norm, add, silu_mul, gelu_tanh_mul, scale, softcap, clamp, bias, qk_head_norm, rope,
+// Row-wise kernels: embedding, rms_norm / add_rms_norm, layer_norm, add, silu_mul, gelu_tanh_mul / gelu_mul, scale, softcap, clamp, bias, qk_head_norm, rope,
 // write_kv, gather_rows, conversion to bf16. All are memory bound: one pass over their rows,
 // f32 arithmetic, bf16 storage.
 #include <cuda_bf16.h>
@@ -85,16 +85,19 @@ __global__ void silu_mul_kernel(const bf16* gate_up, bf16* out, int64_t n, int64
   }
 }
 
-// torch's gelu(approximate='tanh') of a bf16 gate, rounded to bf16 as torch's op leaves it; the
-// product with up is rounded again, as transformers' act_fn(gate) * up is in bf16.
-__global__ void gelu_tanh_mul_kernel(const bf16* gate_up, bf16* out, int64_t n, int64_t inter) {
+// torch's gelu(approximate='tanh'), or with exact its erf GELU, of a bf16 gate, rounded to bf16 as
+// torch's op leaves it; the product with up is rounded again, as transformers' act_fn(gate) * up
+// is in bf16.
+__global__ void gelu_mul_kernel(const bf16* gate_up, bf16* out, int64_t n, int64_t inter, bool exact) {
   const float kBeta = 0.7978845608028654f, kKappa = 0.044715f;  // sqrt(2 / pi)
   const int64_t total = n * inter;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t r = i / inter, j = i - r * inter;
     const float g = __bfloat162float(gate_up[r * 2 * inter + j]);
     const float u = __bfloat162float(gate_up[r * 2 * inter + inter + j]);
-    const float act = __bfloat162float(__float2bfloat16_rn(0.5f * g * (1.0f + tanhf(kBeta * (g + kKappa * g * g * g)))));
+    const float gelu = exact ? 0.5f * g * (1.0f + erff(g * 0.7071067811865476f))
+                             : 0.5f * g * (1.0f + tanhf(kBeta * (g + kKappa * g * g * g)));
+    const float act = __bfloat162float(__float2bfloat16_rn(gelu));
     out[i] = __float2bfloat16_rn(act * u);
   }
 }
@@ -369,10 +372,10 @@ void launch_silu_mul(const void* gate_up, void* out, int64_t n, int64_t inter, c
   BRIGADE_CUDA_CHECK_LAUNCH();
 }
 
-void launch_gelu_tanh_mul(const void* gate_up, void* out, int64_t n, int64_t inter, cudaStream_t stream) {
+void launch_gelu_mul(const void* gate_up, void* out, int64_t n, int64_t inter, bool exact, cudaStream_t stream) {
   if (n * inter == 0) return;
-  gelu_tanh_mul_kernel<<<stride_grid(n * inter), kThreads, 0, stream>>>(static_cast<const bf16*>(gate_up),
-                                                                         static_cast<bf16*>(out), n, inter);
+  gelu_mul_kernel<<<stride_grid(n * inter), kThreads, 0, stream>>>(static_cast<const bf16*>(gate_up),
+                                                                    static_cast<bf16*>(out), n, inter, exact);
   BRIGADE_CUDA_CHECK_LAUNCH();
 }
 

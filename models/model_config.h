@@ -60,7 +60,7 @@ struct ModelConfig {
                                 // "gpt_oss", "glm4_moe", "smollm3", "granite", "granitemoe", "granitemoeshared", "olmo", "olmo2", "olmo3", "exaone4", "glm4",
                                 // "seed_oss", "ernie4_5", "hunyuan_v1_dense", "hunyuan_v1_moe", "olmoe", "apertus", "ernie4_5_moe",
                                 // "llama4_text", "minimax_m2", "cohere", "cohere2", "dots1", "phimoe", "afmoe", "arcee",
-                                // "gemma", "starcoder2", "phi", "stablelm", "mimo_v2_flash", "exaone_moe"
+                                // "gemma", "starcoder2", "phi", "stablelm", "mimo_v2_flash", "exaone_moe", "dbrx"
                                 // (the decoder they share: llama.h),
                                 // "deepseek_v2", "deepseek_v3", "mistral4" or "glm4_moe_lite" (MLA: models/deepseek.h),
                                 // "bert" or "roberta" (encoders: models/bert.h)
@@ -283,6 +283,9 @@ struct ModelConfig {
   // gelu or gelu_tanh); learned absolute positions, the first at position_offset (RoBERTa's
   // padding_idx + 1, BERT's 0), and type_vocab_size token types (a pair's second segment is
   // type 1 where there are 2). They compute no logits: they pool (embeddings) and classify.
+  // ModernBERT (arch modernbert; models/modernbert_config.h) is an encoder too, of its own kind:
+  // pre-norm, RoPE instead of learned positions, a gated GELU MLP, and local layers
+  // (sliding_layers) that see |i - j| <= sliding_window on either side.
   bool encoder = false;
   int type_vocab_size = 0;
   int position_offset = 0;

@@ -40,8 +40,9 @@ class ModernBertModel final : public Model {
     Norm attn_norm;  // empty on layer 0 (transformers' nn.Identity)
     OwnedTensor wqkv, wqkv_b, wo, wo_b;
     Norm mlp_norm;
-    // mlp.Wi [2 * intermediate, hidden] split: its input rows and its gate rows.
-    OwnedTensor wi_in, wi_in_b, wi_gate, wi_gate_b, mlp_wo, mlp_wo_b;
+    // mlp.Wi [2 * intermediate, hidden]: its input rows, then its gate rows (Backend::gelu_mul's
+    // gate_up layout: the first half activated).
+    OwnedTensor wi, wi_b, mlp_wo, mlp_wo_b;
   };
   Expected<Norm> load_norm(WeightLoader& w, const std::string& name);
   Status load_layer(WeightLoader& w, const std::string& p, int l);
@@ -51,8 +52,6 @@ class ModernBertModel final : public Model {
   // prompt.
   Status plan_rows(const StepBatch& batch);
   void layer(int l, const KvLayer& cache, const AttentionMeta& meta, int64_t n);
-  // a [n, I] *= g [n, I] elementwise, on the host: no backend op multiplies two activations.
-  void multiply(const Tensor& a, const Tensor& g);
   void layer_norm(const Tensor& x, const Norm& norm, const Tensor& out) {
     backend_.layer_norm(x, norm.w.tensor, norm.b.tensor, config_.rms_eps, out);
   }
@@ -67,9 +66,8 @@ class ModernBertModel final : public Model {
   int64_t n_params_ = 0, weight_bytes_ = 0;
   StepInputs ints_;
   OwnedTensor local_until_ids_;
-  OwnedTensor x_, t_, qkv_, attn_, mlp_, gate_;
+  OwnedTensor x_, t_, qkv_, attn_, wi_out_, mlp_;
   std::vector<int32_t> until_, local_until_;
-  std::vector<float> mlp_host_, gate_host_;
 };
 
 Expected<ModernBertModel::Norm> ModernBertModel::load_norm(WeightLoader& w, const std::string& name) {
@@ -96,13 +94,10 @@ Status ModernBertModel::load_layer(WeightLoader& w, const std::string& p, int l)
     BRIGADE_ASSIGN_OR_RETURN(L.wo_b, w.vector_f32({at + "attn.Wo.bias"}, {h}));
   }
   BRIGADE_ASSIGN_OR_RETURN(L.mlp_norm, load_norm(w, at + "mlp_norm"));
-  const Slice in{0, inter}, gate{inter, inter};
-  BRIGADE_ASSIGN_OR_RETURN(L.wi_in, w.matrix(at + "mlp.Wi.weight", 2 * inter, h, in));
-  BRIGADE_ASSIGN_OR_RETURN(L.wi_gate, w.matrix(at + "mlp.Wi.weight", 2 * inter, h, gate));
+  BRIGADE_ASSIGN_OR_RETURN(L.wi, w.matrix(at + "mlp.Wi.weight", 2 * inter, h));
   BRIGADE_ASSIGN_OR_RETURN(L.mlp_wo, w.matrix(at + "mlp.Wo.weight", h, inter));
   if (config_.mlp_bias) {
-    BRIGADE_ASSIGN_OR_RETURN(L.wi_in_b, w.vector_f32({at + "mlp.Wi.bias"}, {2 * inter}, {in}));
-    BRIGADE_ASSIGN_OR_RETURN(L.wi_gate_b, w.vector_f32({at + "mlp.Wi.bias"}, {2 * inter}, {gate}));
+    BRIGADE_ASSIGN_OR_RETURN(L.wi_b, w.vector_f32({at + "mlp.Wi.bias"}, {2 * inter}));
     BRIGADE_ASSIGN_OR_RETURN(L.mlp_wo_b, w.vector_f32({at + "mlp.Wo.bias"}, {h}));
   }
   return Status::ok();
@@ -136,8 +131,8 @@ Status ModernBertModel::allocate_scratch() {
   BRIGADE_ASSIGN_OR_RETURN(t_, alloc_tensor(backend_, act, n, h));
   BRIGADE_ASSIGN_OR_RETURN(attn_, alloc_tensor(backend_, act, n, h));
   BRIGADE_ASSIGN_OR_RETURN(qkv_, alloc_tensor(backend_, act, n, 3 * h));
+  BRIGADE_ASSIGN_OR_RETURN(wi_out_, alloc_tensor(backend_, act, n, 2 * inter));
   BRIGADE_ASSIGN_OR_RETURN(mlp_, alloc_tensor(backend_, act, n, inter));
-  BRIGADE_ASSIGN_OR_RETURN(gate_, alloc_tensor(backend_, act, n, inter));
   return Status::ok();
 }
 
@@ -158,21 +153,11 @@ Status ModernBertModel::plan_rows(const StepBatch& batch) {
   return Status::ok();
 }
 
-void ModernBertModel::multiply(const Tensor& a, const Tensor& g) {
-  const size_t n = static_cast<size_t>(a.numel());
-  mlp_host_.resize(n);
-  gate_host_.resize(n);
-  backend_.download(mlp_host_.data(), a);
-  backend_.download(gate_host_.data(), g);
-  for (size_t i = 0; i < n; ++i) mlp_host_[i] *= gate_host_[i];
-  backend_.upload(a, mlp_host_.data());
-}
-
 // Layer l over the residual stream x_ (rows [0, n)); meta is the layer kind's (global or local).
 void ModernBertModel::layer(int l, const KvLayer& cache, const AttentionMeta& meta, int64_t n) {
   const Layer& L = layers_[static_cast<size_t>(l)];
   const Tensor x = x_.tensor.rows(0, n), t = t_.tensor.rows(0, n), attn = attn_.tensor.rows(0, n);
-  const Tensor qkv = qkv_.tensor.rows(0, n), mlp = mlp_.tensor.rows(0, n), gate = gate_.tensor.rows(0, n);
+  const Tensor qkv = qkv_.tensor.rows(0, n), wi_out = wi_out_.tensor.rows(0, n), mlp = mlp_.tensor.rows(0, n);
   const QkvLayout layout = config_.qkv_layout();
   const bool local = config_.layer_window(l) > 0;
   Backend& b = backend_;
@@ -184,10 +169,8 @@ void ModernBertModel::layer(int l, const KvLayer& cache, const AttentionMeta& me
   b.matmul(attn, L.wo.tensor, L.wo_b.tensor, t);
   b.add(x, t);
   layer_norm(x, L.mlp_norm, t);
-  b.matmul(t, L.wi_in.tensor, L.wi_in_b.tensor, mlp);
-  b.matmul(t, L.wi_gate.tensor, L.wi_gate_b.tensor, gate);
-  b.gelu(mlp);  // the exact GELU, as hidden_activation "gelu"
-  multiply(mlp, gate);
+  b.matmul(t, L.wi.tensor, L.wi_b.tensor, wi_out);
+  b.gelu_mul(wi_out, mlp);  // the exact GELU of the input half, as hidden_activation "gelu", times the gate
   b.matmul(mlp, L.mlp_wo.tensor, L.mlp_wo_b.tensor, t);
   b.add(x, t);
 }

@@ -18,9 +18,8 @@
 // pooling and computes no logits; the masked-LM head of a ModernBertForMaskedLM checkpoint is
 // not loaded (such a checkpoint serves embeddings of its encoder, as the BERT path serves
 // BertForMaskedLM). The classification head is models/classifier.h's. Each sequence of a step
-// must be a whole prompt (models/encoder_checks.h). Runs on the CPU backend only. Wi loads as two
-// matrices (input rows, gate rows) so the backend's exact gelu runs on the input's; the product
-// with the gate is taken on the host (no backend op multiplies two activations).
+// must be a whole prompt (models/encoder_checks.h). Runs on the CPU backend only. Wi's output
+// [input | gate] goes through Backend::gelu_mul (the exact GELU of the input half times the gate).
 #pragma once
 
 #include <memory>

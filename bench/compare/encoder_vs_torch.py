@@ -1,18 +1,22 @@
-"""A BERT-base-shaped encoder embedding token ids: `brigade serve`'s /v1/embeddings against
-PyTorch (transformers' BertModel, the same weights, the same thread count) on the same machine, in
-the same run, and both against the machine's f32 GEMM rate that brigade measures at start.
+"""A BERT-base- or ModernBERT-base-shaped encoder embedding token ids: `brigade serve`'s
+/v1/embeddings against PyTorch (transformers' BertModel / ModernBertModel, the same weights, the
+same thread count) on the same machine, in the same run, and both against the machine's f32 GEMM
+rate that brigade measures at start.
 
-  .brigade/fixtures-venv/bin/python bench/compare/encoder_vs_torch.py [--threads 2] [--tokens 128]
-      [--batch 32] [--requests 4] [--repeats 3]
+  .brigade/fixtures-venv/bin/python bench/compare/encoder_vs_torch.py [--arch bert|modernbert]
+      [--threads 2] [--tokens 128] [--batch 32] [--requests 4] [--repeats 3]
 
-Makes the checkpoint on first use: transformers' BertModel with bert-base's shape (12 layers,
-hidden 768, 12 heads, intermediate 3072, vocab 30522, 512 positions; 110M parameters), random
-weights (seed 0), f32, saved to .brigade/models/bert-base-random with sentence-transformers files
-(cls pooling, no Normalize). Each brigade request embeds `batch` inputs of `tokens` ids (the
+Makes the checkpoint on first use, random weights (seed 0), f32, with sentence-transformers files
+(cls pooling, no Normalize): bert (.brigade/models/bert-base-random) is transformers' BertModel
+with bert-base's shape (12 layers, hidden 768, 12 heads, intermediate 3072, vocab 30522, 512
+positions; 110M parameters); modernbert (.brigade/models/modernbert-base-random) is ModernBertModel
+with ModernBERT-base's (22 layers, hidden 768, 12 heads, a gated GELU MLP of 1152, vocab 50368,
+local windows of 128 with every third layer global; 149M parameters). Each brigade request embeds `batch` inputs of `tokens` ids (the
 scheduler packs as many whole prompts per step as max_step_tokens holds); torch runs each batch
 as one padded-free [batch, tokens] forward under inference_mode. Best of `repeats` per side,
 sides interleaved. Reports tokens/s, brigade / torch, and each as a fraction of the GEMM ceiling
-(flops per token: 2 per linear weight plus attention's 4 * tokens * hidden per layer).
+(flops per token: 2 per linear weight plus attention's 4 * keys seen * hidden per layer: the
+prompt, or on ModernBERT's local layers at most local_attention + 1 of it).
 Needs torch and transformers (scripts/make_fixtures.py's venv) and build/tools/brigade.
 """
 import argparse
@@ -26,18 +30,39 @@ import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("BRIGADE_BIN", os.path.join(ROOT, "build", "tools", "brigade"))
-MODEL = os.path.join(ROOT, ".brigade", "models", "bert-base-random")
-SHAPE = dict(vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-             intermediate_size=3072, max_position_embeddings=512, type_vocab_size=2)
+ARCHS = {
+    "bert": dict(dir="bert-base-random", shape=dict(
+        vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072,
+        max_position_embeddings=512, type_vocab_size=2)),
+    "modernbert": dict(dir="modernbert-base-random", shape=dict(
+        vocab_size=50368, hidden_size=768, num_hidden_layers=22, num_attention_heads=12, intermediate_size=1152,
+        max_position_embeddings=8192, local_attention=128, global_attn_every_n_layers=3)),
+}
 
 
-def make_model():
+def model_dir(arch):
+    return os.path.join(ROOT, ".brigade", "models", ARCHS[arch]["dir"])
+
+
+def load_torch(arch, path):
+    import transformers
+    if arch == "bert":
+        return transformers.BertModel.from_pretrained(path, add_pooling_layer=False).eval()
+    return transformers.ModernBertModel.from_pretrained(path).eval()
+
+
+def make_model(arch):
     import torch
     import transformers
+    MODEL = model_dir(arch)
     if os.path.exists(os.path.join(MODEL, "model.safetensors")):
         return
     torch.manual_seed(0)
-    model = transformers.BertModel(transformers.BertConfig(**SHAPE), add_pooling_layer=False).eval()
+    shape = ARCHS[arch]["shape"]
+    if arch == "bert":
+        model = transformers.BertModel(transformers.BertConfig(**shape), add_pooling_layer=False).eval()
+    else:
+        model = transformers.ModernBertModel(transformers.ModernBertConfig(**shape)).eval()
     model.save_pretrained(MODEL, safe_serialization=True)
     with open(os.path.join(MODEL, "modules.json"), "w") as f:
         json.dump([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
@@ -47,10 +72,15 @@ def make_model():
         json.dump({"word_embedding_dimension": 768, "pooling_mode_cls_token": True}, f)
 
 
-def flops_per_token(tokens):
-    h, inter, layers = SHAPE["hidden_size"], SHAPE["intermediate_size"], SHAPE["num_hidden_layers"]
-    linear = layers * (4 * h * h + 2 * h * inter)
-    return 2 * linear + layers * 4 * tokens * h
+def flops_per_token(arch, tokens):
+    shape = ARCHS[arch]["shape"]
+    h, inter, layers = shape["hidden_size"], shape["intermediate_size"], shape["num_hidden_layers"]
+    if arch == "bert":
+        return 2 * layers * (4 * h * h + 2 * h * inter) + layers * 4 * tokens * h
+    every, window = shape["global_attn_every_n_layers"], shape["local_attention"]
+    n_global = len([l for l in range(layers) if l % every == 0])
+    keys = n_global * tokens + (layers - n_global) * min(tokens, window + 1)  # (an upper bound near the edges)
+    return 2 * layers * (4 * h * h + 3 * h * inter) + 4 * keys * h
 
 
 def post(port, body):
@@ -62,6 +92,7 @@ def post(port, body):
 
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--arch", choices=sorted(ARCHS), default="bert")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--batch", type=int, default=32)
@@ -69,7 +100,8 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--step-tokens", type=int, default=512)
     a = ap.parse_args()
-    make_model()
+    make_model(a.arch)
+    MODEL = model_dir(a.arch)
     inputs = [[(i * 7919 + j * 104729) % 30000 + 100 for j in range(a.tokens)] for i in range(a.batch)]
     n_tokens = a.requests * a.batch * a.tokens
 
@@ -82,9 +114,8 @@ def main():
     try:
         port = re.search(r":(\d+) ", proc.stdout.readline()).group(1)
         import torch
-        import transformers
         torch.set_num_threads(a.threads)
-        model = transformers.BertModel.from_pretrained(MODEL, add_pooling_layer=False).eval()
+        model = load_torch(a.arch, MODEL)
         post(port, {"model": "m", "input": inputs[:2]})  # warm up
         best_b, best_t = 1e9, 1e9
         for _ in range(a.repeats):
@@ -102,9 +133,10 @@ def main():
         _, err = proc.communicate(timeout=60)
     peak = re.search(r"ceilings ([0-9.]+) GB/s, ([0-9.]+) GFLOP/s", err)
     gflops = float(peak.group(2)) if peak else float("nan")
-    fpt = flops_per_token(a.tokens)
-    rows = [("brigade /v1/embeddings", n_tokens / best_b), ("torch BertModel", n_tokens / best_t)]
-    print(f"bert-base shape, {a.requests} x {a.batch} inputs of {a.tokens} tokens, {a.threads} threads, "
+    fpt = flops_per_token(a.arch, a.tokens)
+    torch_name = "torch BertModel" if a.arch == "bert" else "torch ModernBertModel"
+    rows = [("brigade /v1/embeddings", n_tokens / best_b), (torch_name, n_tokens / best_t)]
+    print(f"{a.arch}-base shape, {a.requests} x {a.batch} inputs of {a.tokens} tokens, {a.threads} threads, "
           f"f32 GEMM ceiling {gflops:.1f} GFLOP/s (brigade's probe)")
     print("| side | tokens/s | GFLOP/s | of the GEMM ceiling |")
     print("|---|---|---|---|")

@@ -139,7 +139,8 @@ TEST(CpuOps, AddAndSiluMul) {
 }
 
 // gelu_tanh_mul against torch's gelu(approximate='tanh') (values printed by torch 2.15 in f32)
-// and against the formula in double over many gates; scale and softcap against the formula.
+// and against the formula in double over many gates (gelu_mul: the exact GELU's); scale and
+// softcap against the formula.
 TEST(CpuOps, GeluTanhMulScaleAndSoftcap) {
   const std::vector<float> gates = {-6.0f, -3.0f, -1.0f, -0.5f, 0.0f, 0.5f, 1.0f, 2.0f, 5.0f};
   const std::vector<double> torch_gelu = {-0.0,       -0.00363743305, -0.158807993, -0.154285997, 0.0,
@@ -165,6 +166,13 @@ TEST(CpuOps, GeluTanhMulScaleAndSoftcap) {
     for (int64_t j = 0; j < inter; ++j) {
       const double g = get(gu2.tensor, i * 2 * inter + j), u = get(gu2.tensor, i * 2 * inter + inter + j);
       const double want = 0.5 * g * (1 + std::tanh(std::sqrt(2 / M_PI) * (g + 0.044715 * g * g * g))) * u;
+      EXPECT_NEAR(get(out2.tensor, i * inter + j), want, 1e-5 * (1 + std::fabs(want)));
+    }
+  b->gelu_mul(gu2.tensor, out2.tensor);  // the exact (erf) GELU of the gate
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < inter; ++j) {
+      const double g = get(gu2.tensor, i * 2 * inter + j), u = get(gu2.tensor, i * 2 * inter + inter + j);
+      const double want = 0.5 * g * (1 + std::erf(g / std::sqrt(2.0))) * u;
       EXPECT_NEAR(get(out2.tensor, i * inter + j), want, 1e-5 * (1 + std::fabs(want)));
     }
   auto x = make(*b, DType::f32, {n, inter});

@@ -122,7 +122,8 @@ TEST(GpuOps, AddAndSiluMul) {
   EXPECT_LT(rel_error(get(*gpu(), og.tensor), get(cpu(), oc.tensor)), kBf16Tol);
 }
 
-// Gemma's ops: gelu_tanh_mul (bf16 activations), scale (bf16) and softcap (f32 logits).
+// Gemma's ops: gelu_tanh_mul (bf16 activations; and ModernBERT's exact gelu_mul), scale (bf16) and
+// softcap (f32 logits).
 TEST(GpuOps, GeluTanhMulScaleAndSoftcap) {
   BRIGADE_REQUIRE_GPU();
   std::mt19937 rng(11);
@@ -132,6 +133,9 @@ TEST(GpuOps, GeluTanhMulScaleAndSoftcap) {
   const auto oc = empty(cpu(), DType::f32, {n, inter}), og = empty(*gpu(), DType::bf16, {n, inter});
   cpu().gelu_tanh_mul(gc.tensor, oc.tensor);
   gpu()->gelu_tanh_mul(gg.tensor, og.tensor);
+  EXPECT_LT(rel_error(get(*gpu(), og.tensor), get(cpu(), oc.tensor)), kBf16Tol);
+  cpu().gelu_mul(gc.tensor, oc.tensor);  // the exact GELU (ModernBERT's)
+  gpu()->gelu_mul(gg.tensor, og.tensor);
   EXPECT_LT(rel_error(get(*gpu(), og.tensor), get(cpu(), oc.tensor)), kBf16Tol);
 
   const auto x = random_values(rng, n * inter, -4, 4);
