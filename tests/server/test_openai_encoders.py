@@ -33,17 +33,35 @@ def serve(name, *args):
     return fixture_server.serve(os.path.join(FIXTURES, name), *args)
 
 
+def expect_embeddings(client, model, want, by_ids):
+    """The texts of `want` (expected.json's cases: text, ids, embedding) embedded in one request as
+    sentence-transformers embeds them, the prompt tokens counted; case `by_ids` again from its ids."""
+    r = client.embeddings.create(model=model, input=[c["text"] for c in want])
+    assert len(r.data) == len(want)
+    for d, c in zip(r.data, want):
+        assert d.embedding == pytest.approx(c["embedding"], abs=1e-4)
+    assert r.usage.prompt_tokens == sum(len(c["ids"]) for c in want)
+    ids = client.embeddings.create(model=model, input=want[by_ids]["ids"])
+    assert ids.data[0].embedding == pytest.approx(want[by_ids]["embedding"], abs=1e-4)
+
+
+def expect_classified(client, model, want, names):
+    """/classify's probabilities of the texts of `want` (cases with transformers' logits) are their
+    softmax, each label the most probable of `names`."""
+    r = post(at_root(client), "/classify", {"model": model, "input": [c["text"] for c in want]})
+    for d, c in zip(r["data"], want):
+        m = max(c["logits"])
+        e = [math.exp(x - m) for x in c["logits"]]
+        probs = [v / sum(e) for v in e]
+        assert d["probs"] == pytest.approx(probs, abs=1e-5)
+        assert d["label"] == names[probs.index(max(probs))]
+
+
 def test_sentence_embeddings_match_sentence_transformers():
     want = expected("bert_embed")["texts"]
     proc, client = serve("bert_embed")
     try:
-        r = client.embeddings.create(model="bert_embed", input=[c["text"] for c in want])
-        assert len(r.data) == len(want)
-        for d, c in zip(r.data, want):
-            assert d.embedding == pytest.approx(c["embedding"], abs=1e-4)
-        assert r.usage.prompt_tokens == sum(len(c["ids"]) for c in want)
-        ids = client.embeddings.create(model="bert_embed", input=want[0]["ids"])
-        assert ids.data[0].embedding == pytest.approx(want[0]["embedding"], abs=1e-4)
+        expect_embeddings(client, "bert_embed", want, 0)
         with pytest.raises(openai.BadRequestError, match="an encoder"):
             client.completions.create(model="bert_embed", prompt="a", max_tokens=2)
         with pytest.raises(openai.BadRequestError, match="an encoder"):
@@ -96,13 +114,6 @@ def test_a_roberta_classifier_gives_transformers_probabilities():
     want = expected("roberta_cls")["texts"]
     proc, client = serve("roberta_cls")
     try:
-        r = post(at_root(client), "/classify", {"model": "roberta_cls", "input": [c["text"] for c in want]})
-        names = ["negative", "neutral", "positive"]
-        for d, c in zip(r["data"], want):
-            m = max(c["logits"])
-            e = [math.exp(x - m) for x in c["logits"]]
-            probs = [v / sum(e) for v in e]
-            assert d["probs"] == pytest.approx(probs, abs=1e-5)
-            assert d["label"] == names[probs.index(max(probs))]
+        expect_classified(client, "roberta_cls", want, ["negative", "neutral", "positive"])
     finally:
         stop(proc)

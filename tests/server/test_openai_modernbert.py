@@ -10,14 +10,11 @@
           (gte-reranker-modernbert-base's shape), pairs as the tokenizer's pair template.
 Run through ctest (scripts/python-env.sh run-pytest); BRIGADE_BIN names the brigade binary.
 """
-import math
 import os
 
-import pytest
-
 import fixture_server
-from fixture_server import at_root, fixtures, post, stop
-from test_openai_encoders import expect_scores_and_ranking
+from fixture_server import fixtures, stop
+from test_openai_encoders import expect_classified, expect_embeddings, expect_scores_and_ranking
 
 FIXTURES = fixtures("modernbert")
 
@@ -34,13 +31,7 @@ def test_embeddings_match_sentence_transformers():
     want = expected("embed")["texts"]
     proc, client = serve("embed")
     try:
-        r = client.embeddings.create(model="embed", input=[c["text"] for c in want])
-        assert len(r.data) == len(want)
-        for d, c in zip(r.data, want):
-            assert d.embedding == pytest.approx(c["embedding"], abs=1e-4)
-        assert r.usage.prompt_tokens == sum(len(c["ids"]) for c in want)
-        ids = client.embeddings.create(model="embed", input=want[3]["ids"])
-        assert ids.data[0].embedding == pytest.approx(want[3]["embedding"], abs=1e-4)
+        expect_embeddings(client, "embed", want, 3)
     finally:
         stop(proc)
 
@@ -49,14 +40,7 @@ def test_classify_gives_transformers_probabilities():
     want = expected("cls")["texts"]
     proc, client = serve("cls")
     try:
-        r = post(at_root(client), "/classify", {"model": "cls", "input": [c["text"] for c in want]})
-        names = ["negative", "neutral", "positive"]
-        for d, c in zip(r["data"], want):
-            m = max(c["logits"])
-            e = [math.exp(x - m) for x in c["logits"]]
-            probs = [v / sum(e) for v in e]
-            assert d["probs"] == pytest.approx(probs, abs=1e-5)
-            assert d["label"] == names[probs.index(max(probs))]
+        expect_classified(client, "cls", want, ["negative", "neutral", "positive"])
     finally:
         stop(proc)
 
