@@ -6,6 +6,7 @@
 
 #include "models/classic_decoders_config.h"
 #include "models/dbrx_config.h"
+#include "models/internlm_config.h"
 #include "models/gemma_config.h"
 #include "models/gpt_decoders_config.h"
 #include "models/internvl_config.h"
@@ -89,6 +90,9 @@ Status Checkpoint::open_directory() {
   tensors_ = classic_decoder_tensors(config_.arch, std::move(tensors_));
   if (config_.arch == "dbrx") {  // the fused Wqkv and experts as views (models/dbrx_config.h)
     BRIGADE_ASSIGN_OR_RETURN(tensors_, dbrx_tensors(config_, std::move(tensors_)));
+  }
+  if (config_.arch == "internlm2") {  // InternLM2's names and its wqkv per KV group (models/internlm_config.h)
+    BRIGADE_ASSIGN_OR_RETURN(tensors_, internlm2_tensors(config_, std::move(tensors_), derived_));
   }
   if (is_gpt_decoder(config_.arch)) {  // GPT-2's Conv1D and the fused q|k|v as the Llama decoder reads them
     BRIGADE_ASSIGN_OR_RETURN(tensors_, gpt_decoder_tensors(config_, std::move(tensors_), derived_));

@@ -53,7 +53,7 @@ constexpr ArchRules kArchs[] = {
     {.name = "granitehybrid", .experts = true}, {.name = "jamba", .experts = true},
     {.name = "smollm3", .permuted = true}, {.name = "granite", .permuted = true},
     {.name = "granitemoe", .experts = true, .permuted = true},
-    {.name = "olmo", .note = " (OLMo 1)", .permuted = true}, {.name = "dbrx", .experts = true}, {.name = "olmo2", .note = " (OLMo 2 and 3)", .own_rope_scaling = true},
+    {.name = "internlm2", .permuted = true}, {.name = "olmo", .note = " (OLMo 1)", .permuted = true}, {.name = "dbrx", .experts = true}, {.name = "olmo2", .note = " (OLMo 2 and 3)", .own_rope_scaling = true},
     {"exaone4"}, {.name = "glm4", .partial_rotary = true}, {"seed_oss"}, {"ernie4_5"}, {"hunyuan-dense"},
     {.name = "hunyuan-moe", .experts = true}, {"apertus"}, {.name = "llama4", .experts = true},
     {.name = "minimax-m2", .experts = true, .partial_rotary = true}, {"command-r"}, {"cohere2"},

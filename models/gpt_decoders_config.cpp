@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "models/config_json.h"
+#include "models/fused_rows.h"
 
 namespace brigade {
 namespace {
@@ -86,9 +87,6 @@ Status read_gpt2_attention(const json& j, ModelConfig& c) {
 
 // Fused q|k|v rows of each part: GPT-NeoX's (and GPTBigCode MHA's) per head [heads, 3, head_dim],
 // else q, k, v one after the other.
-struct RowRange {
-  int64_t begin, size;
-};
 std::vector<std::vector<RowRange>> qkv_parts(const ModelConfig& c, bool per_head) {
   const int64_t hd = c.head_dim, q = int64_t{c.n_heads} * hd, kv = int64_t{c.n_kv_heads} * hd;
   if (!per_head) return {{{0, q}}, {{q, kv}}, {{q + kv, kv}}};
@@ -96,34 +94,6 @@ std::vector<std::vector<RowRange>> qkv_parts(const ModelConfig& c, bool per_head
   for (int64_t h = 0; h < c.n_heads; ++h)
     for (int64_t p = 0; p < 3; ++p) parts[static_cast<size_t>(p)].push_back({(3 * h + p) * hd, hd});
   return parts;
-}
-
-// Bytes of one row of t (a 1-D tensor: one element per row).
-size_t row_bytes(const RawTensor& t) {
-  return dtype_size(t.dtype) * static_cast<size_t>(t.shape.size() == 2 ? t.shape[1] : 1);
-}
-
-// t's rows `ranges` in order, named `name`: a view of t's bytes for one range, else a copy in arena.
-RawTensor take_rows(const RawTensor& t, const std::vector<RowRange>& ranges, std::string name,
-                    std::vector<std::vector<uint8_t>>& arena) {
-  RawTensor out = t;
-  out.name = std::move(name);
-  const size_t rb = row_bytes(t);
-  int64_t rows = 0;
-  for (const RowRange& r : ranges) rows += r.size;
-  out.shape[0] = rows;
-  if (ranges.size() == 1) {
-    out.bytes = t.bytes.subspan(static_cast<size_t>(ranges[0].begin) * rb, static_cast<size_t>(rows) * rb);
-    return out;
-  }
-  std::vector<uint8_t>& buf = arena.emplace_back(static_cast<size_t>(rows) * rb);
-  size_t at = 0;
-  for (const RowRange& r : ranges) {
-    std::memcpy(buf.data() + at, t.bytes.data() + static_cast<size_t>(r.begin) * rb, static_cast<size_t>(r.size) * rb);
-    at += static_cast<size_t>(r.size) * rb;
-  }
-  out.bytes = {buf.data(), buf.size()};
-  return out;
 }
 
 // A Conv1D weight [in, out] as the [out, in] a Linear stores, copied into arena.

@@ -55,10 +55,10 @@ Expected<json> remote_text_config(const json& j) {
   if (const auto a = t.find("architectures"); a != t.end() && a->is_array() && !a->empty() && a->front().is_string())
     arch = a->front().get<std::string>();
   if (arch != "Qwen2ForCausalLM" && arch != "Qwen3ForCausalLM" && arch != "Qwen3MoeForCausalLM" &&
-      arch != "LlamaForCausalLM")
+      arch != "LlamaForCausalLM" && arch != "InternLM2ForCausalLM")
     return unsupported("config.json: llm_config.architectures '" + arch +
-                       "' of InternVLChatModel is not supported (InternLM2's wqkv is laid out per KV group); "
-                       "supported: Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, LlamaForCausalLM");
+                       "' of InternVLChatModel is not supported; supported: Qwen2ForCausalLM, Qwen3ForCausalLM, "
+                       "Qwen3MoeForCausalLM, LlamaForCausalLM, InternLM2ForCausalLM");
   for (const char* key : {"torch_dtype", "dtype"})
     if (j.contains(key) && !t.contains(key)) t[key] = j[key];
   return t;

@@ -7,6 +7,7 @@
 #include "models/classic_decoders_config.h"
 #include "models/config_json.h"
 #include "models/dbrx_config.h"
+#include "models/internlm_config.h"
 #include "models/gemma_config.h"
 #include "models/mimo_exaone_config.h"
 #include "models/phimoe_config.h"
@@ -87,7 +88,8 @@ std::string llama_variant_arch(const std::string& class_name, const std::string&
       {"GPTNeoXForCausalLM", "gpt_neox"},         {"GPTJForCausalLM", "gptj"},  // gpt_decoders_config.h
       {"GPT2LMHeadModel", "gpt2"},                {"GPTBigCodeForCausalLM", "gpt_bigcode"},
       {"MiMoV2FlashForCausalLM", "mimo_v2_flash"}, {"ExaoneMoeForCausalLM", "exaone_moe"},
-      {"ExaoneMoEForCausalLM", "exaone_moe"}};  // (mimo_exaone_config.h; K-EXAONE's first configs' spelling)
+      {"ExaoneMoEForCausalLM", "exaone_moe"},
+      {"InternLM2ForCausalLM", "internlm2"},      {"InternLM3ForCausalLM", "internlm3"}};  // internlm_config.h  // (mimo_exaone_config.h; K-EXAONE's first configs' spelling)
   for (const auto& [cls, type] : kNames)
     if (class_name == cls || (class_name.empty() && model_type == type)) return type;
   return {};
@@ -491,6 +493,7 @@ Status read_llama_variant(const json& j, ModelConfig& c) {
   if (c.arch == "apertus") return read_apertus(j, c);
   if (c.arch == "olmo2" || c.arch == "olmo3" || c.arch == "flex_olmo") return read_olmo(j, c);
   if (c.arch == "dbrx") return read_dbrx(j, c);  // models/dbrx_config.h
+  if (c.arch == "internlm2" || c.arch == "internlm3") return read_internlm(j, c);  // models/internlm_config.h
   if (c.arch == "olmo") {  // OlmoForCausalLM (OLMo 1): Llama's layers, LayerNorms without weights
     c.qkv_bias = c.o_bias = c.attention_bias;
     c.layer_norms = c.norms_weightless = true;

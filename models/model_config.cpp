@@ -49,11 +49,11 @@ constexpr const char* kSupported =
     "Qwen3NextForCausalLM (qwen3_next), Qwen3_5ForCausalLM (qwen3_5_text), Qwen3_5MoeForCausalLM (qwen3_5_moe_text), "
     "Lfm2ForCausalLM (lfm2), Lfm2MoeForCausalLM (lfm2_moe), FalconH1ForCausalLM (falcon_h1), KimiLinearForCausalLM (kimi_linear), LongcatFlashForCausalLM (longcat_flash), MiniMaxForCausalLM (minimax), SmolLM3ForCausalLM "
     "(smollm3), GraniteForCausalLM (granite), GraniteMoeForCausalLM (granitemoe), GraniteMoeSharedForCausalLM "
-    "(granitemoeshared), DbrxForCausalLM (dbrx), OlmoForCausalLM (olmo), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
+    "(granitemoeshared), DbrxForCausalLM (dbrx), InternLM2ForCausalLM (internlm2), InternLM3ForCausalLM (internlm3), OlmoForCausalLM (olmo), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
     "(exaone4), Glm4ForCausalLM (glm4), GlmForCausalLM (glm), HeliumForCausalLM (helium), SeedOssForCausalLM (seed_oss), Ernie4_5ForCausalLM (ernie4_5), "
     "HunYuanDenseV1ForCausalLM (hunyuan_v1_dense), HunYuanMoEV1ForCausalLM (hunyuan_v1_moe), OlmoeForCausalLM (olmoe), ApertusForCausalLM (apertus), "
     "Ernie4_5_MoeForCausalLM (ernie4_5_moe), "
-    "Mistral3ForConditionalGeneration (mistral3: its language model and Pixtral tower), LlavaForConditionalGeneration (llava: a llama / mistral / qwen2 language model and a CLIP or SigLIP tower), InternVLForConditionalGeneration (internvl: a qwen2 / qwen3 / qwen3_moe / llama language model and InternViT; also the remote-code InternVLChatModel layout), Ministral3ForCausalLM (ministral3), "
+    "Mistral3ForConditionalGeneration (mistral3: its language model and Pixtral tower), LlavaForConditionalGeneration (llava: a llama / mistral / qwen2 language model and a CLIP or SigLIP tower), InternVLForConditionalGeneration (internvl: a qwen2 / qwen3 / qwen3_moe / llama language model and InternViT; also the remote-code InternVLChatModel layout, whose language model may be InternLM2's), Ministral3ForCausalLM (ministral3), "
     "Llama4ForCausalLM (llama4_text), "
     "Llama4ForConditionalGeneration (llama4: its language model, text only), MiniMaxM2ForCausalLM (minimax_m2), "
     "CohereForCausalLM (cohere), Cohere2ForCausalLM (cohere2), Dots1ForCausalLM (dots1), PhimoeForCausalLM (phimoe), "
@@ -765,7 +765,7 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "mlp_bias", mlp_bias));
   if (mlp_bias && c.arch != "llama" && c.arch != "seed_oss" && c.arch != "helium" && c.arch != "ernie4_5" && c.arch != "starcoder2" &&
       c.arch != "phi" && c.arch != "jais2" && c.arch != "nemotron" &&
-      c.arch != "exaone" && !is_gpt_decoder(c.arch))  // (the last ones: their own use_bias / always / mlp_bias)
+      c.arch != "exaone" && c.arch != "internlm3" && !is_gpt_decoder(c.arch))  // (the last ones: their own use_bias / always / mlp_bias / bias)
     return unsupported("config.json: mlp_bias = true is not supported for " + c.arch + "; set it to false");
   if (c.arch == "llama") c.mlp_bias = mlp_bias;
   BRIGADE_RETURN_IF_ERROR(read_dtype(j, c.dtype));

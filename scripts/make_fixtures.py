@@ -824,7 +824,111 @@ def fixtures():
             vocab_size=144, vocab_size_per_layer_input=128, num_hidden_layers=4, intermediate_size=64,
             layer_types=["sliding_attention", "sliding_attention", "full_attention", "sliding_attention"],
             num_kv_shared_layers=1, activation_sparsity_pattern=[0.95, 0.0, 0.0, 0.0])),
+        # InternLM 2 (InternLM2ForCausalLM, remote code; internlm2_5-7b-chat's layout at tiny size):
+        # the LlamaForCausalLM it equals, saved under InternLM2's names with q|k|v fused per KV
+        # group (make_internlm): 8 query heads over 2 KV groups, theta 1e6, dynamic NTK scaling
+        # factor 2 (exact below max_position_embeddings), no biases, untied.
+        "internlm2": ("LlamaConfig", "LlamaForCausalLM", base_config(
+            num_attention_heads=8, num_key_value_heads=2, rope_theta=1000000.0,
+            rope_scaling={"rope_type": "dynamic", "factor": 2.0})),
+        # InternLM2Config's bias (its default, true): wqkv's and wo's biases; 4 heads over 4 KV
+        # groups, one layer.
+        "internlm2_bias": ("LlamaConfig", "LlamaForCausalLM", base_config(
+            num_hidden_layers=1, num_key_value_heads=4, attention_bias=True)),
+        # InternLM 3 (InternLM3ForCausalLM, remote code; internlm3-8b-instruct's layout): Llama's names
+        # with head_dim 32 over hidden 64, qkv_bias for q/k/v, bias for o_proj and the MLP, dynamic
+        # NTK scaling factor 6 (make_internlm writes InternLM3's config.json).
+        "internlm3": ("LlamaConfig", "LlamaForCausalLM", base_config(
+            head_dim=32, attention_bias=True, mlp_bias=True, rope_theta=50000000.0,
+            rope_scaling={"rope_type": "dynamic", "factor": 6.0})),
     }
+
+
+def internlm2_state(state, n_heads, n_kv_heads, head_dim):
+    """A Llama state dict (any prefix before model. / lm_head.) under InternLM2's names, q|k|v fused
+    per KV group as InternLM2Attention reads wqkv: rows [groups, heads / groups + 2, head_dim] (the
+    group's query heads, then its k head and v head)."""
+    import torch
+    renames = [("model.embed_tokens.", "model.tok_embeddings."), (".self_attn.o_proj.", ".attention.wo."),
+               (".input_layernorm.", ".attention_norm."), (".post_attention_layernorm.", ".ffn_norm."),
+               (".mlp.gate_proj.", ".feed_forward.w1."), (".mlp.up_proj.", ".feed_forward.w3."),
+               (".mlp.down_proj.", ".feed_forward.w2."), ("lm_head.", "output.")]
+    out = {}
+    for k, v in state.items():
+        if ".self_attn.k_proj." in k or ".self_attn.v_proj." in k:
+            continue
+        if ".self_attn.q_proj." in k:
+            q, kk, vv = (state[k.replace("q_proj", p)] for p in ("q_proj", "k_proj", "v_proj"))
+            rest = q.shape[1:]
+            fused = torch.cat([q.reshape(n_kv_heads, n_heads // n_kv_heads, head_dim, *rest),
+                               kk.reshape(n_kv_heads, 1, head_dim, *rest),
+                               vv.reshape(n_kv_heads, 1, head_dim, *rest)], dim=1)
+            out[k.replace(".self_attn.q_proj.", ".attention.wqkv.")] = fused.reshape(-1, *rest).contiguous()
+            continue
+        for a, b in renames:
+            k = k.replace(a, b)
+        out[k] = v.contiguous()
+    return out
+
+
+INTERNLM_AUTO_MAP = {
+    "internlm2": {"AutoConfig": "configuration_internlm2.InternLM2Config",
+                  "AutoModel": "modeling_internlm2.InternLM2ForCausalLM",
+                  "AutoModelForCausalLM": "modeling_internlm2.InternLM2ForCausalLM"},
+    "internlm3": {"AutoConfig": "configuration_internlm3.InternLM3Config",
+                  "AutoModel": "modeling_internlm3.InternLM3Model",
+                  "AutoModelForCausalLM": "modeling_internlm3.InternLM3ForCausalLM"},
+}
+
+
+def internlm_config(kind, kw):
+    """The remote-code config.json of InternLM 2 or 3 (kind) for make_fixtures' Llama kwargs kw:
+    the Hub's fields (InternLM2Config's bias for both attention projections; InternLM3Config's
+    qkv_bias and bias), rope_scaling in the Hub's form."""
+    c = {"architectures": ["InternLM2ForCausalLM" if kind == "internlm2" else "InternLM3ForCausalLM"],
+         "model_type": kind, "auto_map": INTERNLM_AUTO_MAP[kind], "torch_dtype": "float32",
+         "hidden_act": "silu", "attn_implementation": "eager", "pad_token_id": 0}
+    for key in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                "num_key_value_heads", "max_position_embeddings", "rms_norm_eps", "rope_theta", "bos_token_id",
+                "eos_token_id", "tie_word_embeddings"):
+        c[key] = kw[key]
+    if "rope_scaling" in kw:
+        c["rope_scaling"] = {("type" if kind == "internlm2" else "rope_type"): kw["rope_scaling"]["rope_type"],
+                             "factor": kw["rope_scaling"]["factor"]}
+    if kind == "internlm2":
+        c["bias"] = kw.get("attention_bias", False)
+    else:
+        c.update(head_dim=kw["head_dim"], qkv_bias=kw.get("attention_bias", False), bias=kw.get("mlp_bias", False))
+    return c
+
+
+def write_internlm(model, kw, kind, out_dir):
+    """model (a LlamaForCausalLM) saved into out_dir as InternLM 2's or 3's remote-code checkpoint."""
+    from safetensors.torch import save_file
+    state = {k: v.contiguous() for k, v in model.state_dict().items()}
+    if kind == "internlm2":
+        state = internlm2_state(state, kw["num_attention_heads"], kw["num_key_value_heads"],
+                                kw["hidden_size"] // kw["num_attention_heads"])
+    out_dir.mkdir(parents=True, exist_ok=True)
+    save_file(state, str(out_dir / "model.safetensors"), metadata={"format": "pt"})
+    (out_dir / "model.safetensors").chmod(0o644)
+    (out_dir / "config.json").write_text(json.dumps(internlm_config(kind, kw), indent=2) + "\n")
+
+
+def make_internlm(name, config_cls, model_cls, kw, seed):
+    """internlm2 / internlm2_bias / internlm3: the LlamaForCausalLM with the same weights gives the
+    logits (InternLM 2 and 3 have no transformers class; their remote code computes what Llama's
+    does: same norms, RoPE of halves, SwiGLU, biases where the flags say), written in InternLM's
+    layout by write_internlm."""
+    import torch
+    import transformers
+    model = new_model(config_cls, model_cls, kw, seed)
+    out_dir = OUT / name
+    write_internlm(model, kw, "internlm3" if name == "internlm3" else "internlm2", out_dir)
+    cases = run_cases(model, kw["vocab_size"], decode_logits=True)
+    write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
+                                  f"{model_cls} (the same weights; written in InternLM's layout), fp32, "
+                                  f"eager attention, seed {seed}", kw["vocab_size"], cases)
 
 
 def exaone_hub_config(d, model):
@@ -1733,7 +1837,8 @@ def main():
                      "longcat_flash": make_longcat_flash,
                      "minimax": make_minimax,
                      "gemma3n_mm": make_gemma3n_mm,
-                     "deepseek_v32": make_dsa, "glm_moe_dsa": make_dsa}.get(name, make)
+                     "deepseek_v32": make_dsa, "glm_moe_dsa": make_dsa,
+                     **{n: make_internlm for n in ("internlm2", "internlm2_bias", "internlm3")}}.get(name, make)
             maker(name, config_cls, model_cls, kw, 1000 + seed)
     if not names or "gpt_oss_mxfp4" in names:  # from the gpt_oss fixture written above
         make_gpt_oss_mxfp4()

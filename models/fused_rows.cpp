@@ -1,0 +1,30 @@
+#include "models/fused_rows.h"
+
+#include <cstring>
+#include <utility>
+
+namespace brigade {
+
+RawTensor take_rows(const RawTensor& t, const std::vector<RowRange>& ranges, std::string name,
+                    std::vector<std::vector<uint8_t>>& arena) {
+  RawTensor out = t;
+  out.name = std::move(name);
+  const size_t rb = dtype_size(t.dtype) * static_cast<size_t>(t.shape.size() == 2 ? t.shape[1] : 1);
+  int64_t rows = 0;
+  for (const RowRange& r : ranges) rows += r.size;
+  out.shape[0] = rows;
+  if (ranges.size() == 1) {
+    out.bytes = t.bytes.subspan(static_cast<size_t>(ranges[0].begin) * rb, static_cast<size_t>(rows) * rb);
+    return out;
+  }
+  std::vector<uint8_t>& buf = arena.emplace_back(static_cast<size_t>(rows) * rb);
+  size_t at = 0;
+  for (const RowRange& r : ranges) {
+    std::memcpy(buf.data() + at, t.bytes.data() + static_cast<size_t>(r.begin) * rb, static_cast<size_t>(r.size) * rb);
+    at += static_cast<size_t>(r.size) * rb;
+  }
+  out.bytes = {buf.data(), buf.size()};
+  return out;
+}
+
+}  // namespace brigade
