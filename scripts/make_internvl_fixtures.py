@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes tests/fixtures/internvl, internvl_rms and internvl_chat: tiny random
+"""Writes tests/fixtures/internvl, internvl_rms, internvl_chat and internvl_internlm2: tiny random
 InternVLForConditionalGeneration checkpoints (InternVL3 / InternVL3.5 -hf's architecture: the
 InternViT tower, pixel shuffle, InternVLMultiModalProjector, a Qwen2 or Qwen3 language model) and
 transformers' outputs on them, which tests/models/internvl_test.cpp and
@@ -17,6 +17,11 @@ tests/server/test_openai_internvl.py compare with.
     vision_model.*, mlp1.*, language_model.model.*; config llm_config / vision_config /
     downsample_ratio / select_layer / ps_version / template), the reverse of transformers'
     convert_internvl_weights_to_hf.py; no expected.json: its outputs must be internvl's.
+  - internvl_internlm2: internvl_chat with the language model stored as InternLM2ForCausalLM (InternVL
+    2 / 2.5's: model.tok_embeddings, attention.wqkv fused per KV group, attention.wo with a zero bias,
+    feed_forward.w1/w3/w2, output), made from the committed internvl checkpoint; its outputs must
+    be internvl's too. (One KV group, as internvl's text model has: the per-group split itself is
+    checked by make_fixtures.py's internlm2 fixture.)
 
 expected.json (internvl, internvl_rms):
   - `images`: per source image its `source_hw`, `n_tiles` (GotOcr2ImageProcessorPil's crop to
@@ -30,7 +35,7 @@ expected.json (internvl, internvl_rms):
   - `chats` (internvl only): OpenAI-style messages, the prompt ids InternVLProcessor makes of the
     chat template's text with the images, and N_CHAT_GREEDY greedy tokens with their logprobs.
 
-Run: python3 scripts/make_internvl_fixtures.py (re-runs itself inside .brigade/fixtures-venv).
+Run: python3 scripts/make_internvl_fixtures.py [NAME...] (re-runs itself inside .brigade/fixtures-venv).
 """
 import json
 import re
@@ -38,7 +43,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_fixtures import OUT, ensure_venv, randomize  # noqa: E402
+from make_fixtures import INTERNLM_AUTO_MAP, OUT, ensure_venv, internlm2_state, randomize  # noqa: E402
 from make_image_fixtures import ensure_pillow  # noqa: E402
 from make_pixtral_fixtures import rounded, write_byte_tokenizer  # noqa: E402
 
@@ -247,8 +252,11 @@ def remote_name(key):
     return key
 
 
-def write_remote(model, out_dir):
-    """internvl's checkpoint as the original remote-code InternVLChatModel stores it."""
+def write_remote(model, out_dir, llm_arch="Qwen2ForCausalLM"):
+    """internvl's checkpoint as the original remote-code InternVLChatModel stores it, its language
+    model as Qwen2ForCausalLM (internvl_chat) or as the InternLM2ForCausalLM that computes the same
+    (internvl_internlm2: InternVL 2 / 2.5's layout; bias true, wo's bias zero, as Qwen2's o_proj
+    has none)."""
     import torch
     from safetensors.torch import save_file
     state = {}
@@ -261,13 +269,22 @@ def write_remote(model, out_dir):
             state[remote_name(k).replace("attn.q_proj", "attn.qkv")] = torch.cat(parts).contiguous()
             continue
         state[remote_name(k)] = v.contiguous()
+    llm = dict(VARIANTS["internvl"]["text_config"], architectures=[llm_arch])
+    if llm_arch == "InternLM2ForCausalLM":
+        text = VARIANTS["internvl"]["text_config"]
+        assert text["head_dim"] * text["num_attention_heads"] == text["hidden_size"], "InternLM2's head_dim is derived"
+        state = internlm2_state(state, text["num_attention_heads"], text["num_key_value_heads"], text["head_dim"])
+        for i in range(text["num_hidden_layers"]):
+            state[f"language_model.model.layers.{i}.attention.wo.bias"] = torch.zeros(text["hidden_size"])
+        llm = {k: v for k, v in llm.items() if k not in ("head_dim", "model_type")}
+        llm.update(model_type="internlm2", bias=True, hidden_act="silu",
+                   auto_map=INTERNLM_AUTO_MAP["internlm2"])
     save_file(state, str(out_dir / "model.safetensors"), metadata={"format": "pt"})
     (out_dir / "model.safetensors").chmod(0o644)
     vision = {k: v for k, v in VARIANTS["internvl"]["vision_config"].items()
               if k not in ("use_qk_norm", "attention_bias")}
     vision.update({"architectures": ["InternVisionModel"], "model_type": "intern_vit_6b", "qkv_bias": True,
                    "qk_normalization": False, "use_flash_attn": False, "drop_path_rate": 0.0})
-    llm = dict(VARIANTS["internvl"]["text_config"], architectures=["Qwen2ForCausalLM"])
     config = {"architectures": ["InternVLChatModel"], "model_type": "internvl_chat", "torch_dtype": "float32",
               "auto_map": {"AutoConfig": "configuration_internvl_chat.InternVLChatConfig",
                            "AutoModel": "modeling_internvl_chat.InternVLChatModel"},
@@ -322,13 +339,30 @@ def make(name, images, tiles):
     print(f"wrote {out_dir}: tiles {[len(t) for t in tiles]}, {N_TILE_TOKENS} tokens a tile")
 
 
+def make_internlm2():
+    """internvl_internlm2 from the committed internvl checkpoint (write_remote), so internvl's
+    expected.json stays its reference."""
+    import torch
+    import transformers
+    model = transformers.InternVLForConditionalGeneration.from_pretrained(OUT / "internvl", dtype=torch.float32).eval()
+    out_dir = OUT / "internvl_internlm2"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_remote(model, out_dir, "InternLM2ForCausalLM")
+    print(f"wrote {out_dir}")
+
+
 def main():
     ensure_venv(__file__)
     ensure_pillow()
-    images = random_images()
-    tiles = preprocess(images)
-    for name in (sys.argv[1:] or VARIANTS):
-        make(name, images, tiles)
+    names = sys.argv[1:] or [*VARIANTS, "internvl_internlm2"]
+    if any(n != "internvl_internlm2" for n in names):
+        images = random_images()
+        tiles = preprocess(images)
+        for name in names:
+            if name != "internvl_internlm2":
+                make(name, images, tiles)
+    if "internvl_internlm2" in names:
+        make_internlm2()
 
 
 if __name__ == "__main__":

@@ -1,13 +1,15 @@
 // InternVL (InternVLForConditionalGeneration and the remote-code InternVLChatModel layout,
-// VisionKind::internvl: InternVision) against transformers (tests/fixtures/internvl,
-// internvl_rms, internvl_chat, written by scripts/make_internvl_fixtures.py): each image's tiles'
-// features (get_image_features' pooler_output) from GotOcr2ImageProcessorPil's pixel_values,
+// VisionKind::internvl: InternVision) against transformers (tests/fixtures/internvl, internvl_rms,
+// internvl_chat, internvl_internlm2, written by scripts/make_internvl_fixtures.py): each image's
+// tiles' features (get_image_features' pooler_output) from GotOcr2ImageProcessorPil's pixel_values,
 // alone and several in one call; another feature layer or the final norm dropped, which the
 // comparison must catch; the configs of both layouts and bad ones; the PNGs through the tiling
 // processor and its tile counts for more sizes; then the language model with images (LlamaModel
 // with the tower, as parse_hf_config reads the checkpoint): every position's logits (the first 32
 // ids') and the greedy tokens, whole and in chunks that cut the images anywhere. internvl_chat
-// holds internvl's weights renamed to the remote layout, so it must give internvl's outputs.
+// holds internvl's weights renamed to the remote layout, and internvl_internlm2 them with the
+// language model stored as InternLM2's (wqkv, wo with a zero bias, feed_forward.w1/w3/w2, output),
+// so both must give internvl's outputs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -50,8 +52,11 @@ constexpr int kTileTokens = 16;      // after the 0.5 pixel shuffle
 constexpr float kTol = 1e-5f;        // features, relative to their largest: fp32 both sides
 constexpr float kLogitTol = 5e-4f;   // logits through the tower, projector and language model
 
-// The fixture whose expected.json a fixture's outputs must equal (internvl_chat: internvl's).
-std::string reference_of(const std::string& fixture) { return fixture == "internvl_chat" ? "internvl" : fixture; }
+// The fixture whose expected.json a fixture's outputs must equal (internvl_chat's and
+// internvl_internlm2's: internvl's).
+std::string reference_of(const std::string& fixture) {
+  return fixture == "internvl_chat" || fixture == "internvl_internlm2" ? "internvl" : fixture;
+}
 
 // The processor's tiles (internvl's pixel_values.f32) as StepImages of (tiles * 8) x 8 patches.
 std::vector<StepImage> read_pixels() {
@@ -147,7 +152,8 @@ TEST(InternVLConfig, ReadsBothLayouts) {
   EXPECT_EQ(chat->feature_layers, v->feature_layers);
   EXPECT_EQ(chat->qkv_bias, v->qkv_bias);
   EXPECT_EQ(chat->image_token, kImage);
-  for (const auto& [fixture, arch] : {std::pair{"internvl", "qwen2"}, {"internvl_rms", "qwen3"}, {"internvl_chat", "qwen2"}}) {
+  for (const auto& [fixture, arch] : {std::pair{"internvl", "qwen2"}, {"internvl_rms", "qwen3"}, {"internvl_chat", "qwen2"},
+                                       {"internvl_internlm2", "internlm2"}}) {
     auto c = parse_hf_config(read_text_file(fixture_dir(fixture) + "/config.json").value());
     ASSERT_TRUE(c.has_value()) << fixture << ": " << c.status().to_string();
     EXPECT_EQ(c->arch, arch) << fixture;
@@ -179,11 +185,11 @@ TEST(InternVLConfig, RefusesWhatItCannotRunByName) {
   auto refused = read_internvl_vision(v1, kTextVocab);
   ASSERT_FALSE(refused.has_value());
   EXPECT_NE(refused.status().message().find("ps_version"), std::string::npos) << refused.status().message();
-  nlohmann::json internlm = chat;
-  internlm["llm_config"]["architectures"] = {"InternLM2ForCausalLM"};
-  auto text = internvl_text_config(internlm);
+  nlohmann::json phi3 = chat;  // InternVL2-4B's language model
+  phi3["llm_config"]["architectures"] = {"Phi3ForCausalLM"};
+  auto text = internvl_text_config(phi3);
   ASSERT_FALSE(text.has_value());
-  EXPECT_NE(text.status().message().find("InternLM2ForCausalLM"), std::string::npos) << text.status().message();
+  EXPECT_NE(text.status().message().find("Phi3ForCausalLM"), std::string::npos) << text.status().message();
   nlohmann::json gemma = base;
   gemma["text_config"]["model_type"] = "gemma";
   text = internvl_text_config(gemma);
@@ -253,7 +259,8 @@ TEST_P(InternVLModel, ChunksCuttingImagesGiveTheSameLogits) {
   std::printf("[ measured ] %s: largest |logit difference| in chunks of 5 and 7: %.3g\n", GetParam().c_str(), worst);
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, InternVLModel, ::testing::Values("internvl", "internvl_rms", "internvl_chat"));
+INSTANTIATE_TEST_SUITE_P(Fixtures, InternVLModel,
+                         ::testing::Values("internvl", "internvl_rms", "internvl_chat", "internvl_internlm2"));
 
 }  // namespace
 }  // namespace brigade
