@@ -141,11 +141,16 @@ def run(sources, fixtures, script, build=build_source, conv=convert):
         return q35.llamacpp_pass(sys.argv[2:] or list(fixtures))
     mf.ensure_venv(script)
     import importlib.util
-    # gguf-py's, and sentencepiece, which LlamaModel.set_vocab imports before it looks for a
-    # tokenizer.model
+    # gguf-py's, sentencepiece, which LlamaModel.set_vocab imports before it looks for a
+    # tokenizer.model, and protobuf, which InternLM2Model.set_vocab reads the model proto with
+    def missing(module):
+        try:
+            return importlib.util.find_spec(module) is None
+        except ModuleNotFoundError:  # a dotted name whose parent is absent
+            return True
     for module, package in (("tqdm", "tqdm"), ("yaml", "pyyaml"), ("requests", "requests"),
-                            ("sentencepiece", "sentencepiece")):
-        if importlib.util.find_spec(module) is None:
+                            ("sentencepiece", "sentencepiece"), ("google.protobuf", "protobuf")):
+        if missing(module):
             subprocess.check_call([sys.executable, "-m", "pip", "install", package])
     q35.ensure_llamacpp()
     for name in sys.argv[1:] or list(fixtures):

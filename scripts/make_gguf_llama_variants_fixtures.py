@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the GGUF fixtures of nineteen llama.cpp architectures that are Llama-style decoders with
+"""Writes the GGUF fixtures of twenty llama.cpp architectures that are Llama-style decoders with
 their own norms, biases, activations or RoPE, made by llama.cpp's own converter
 (convert_hf_to_gguf.py: conversion/olmo.py's OlmoModel, Olmo2Model, OlmoeModel and SeedOssModel,
 dbrx.py's DbrxModel, exaone.py's
@@ -8,10 +8,12 @@ HunYuanMoEModel, minimax.py's MiniMaxM2Model, command_r.py's CommandR2Model and 
 dots1.py's Dots1Model (a Qwen2MoeModel), all
 TextModel subclasses, none of them LlamaModel's; llama.py's ApertusModel and Llama4Model,
 LlamaModels with undo_permute False; and mistral3.py's Ministral3Model, a LlamaModel that permutes
-q/k) from tiny transformers checkpoints. The checkpoints (SOURCES)
+q/k; and internlm.py's InternLM2Model, a TextModel that takes wqkv apart per KV group and permutes
+q/k as LlamaModel does) from tiny transformers checkpoints. The checkpoints (SOURCES)
 are make_fixtures.py's olmo, dbrx, olmo2, olmo3, exaone4, glm4, seed_oss, ernie4_5, hunyuan_v1_dense, olmoe,
 ernie4_5_moe, apertus, llama4_text, minimax_m2, cohere, cohere2, hunyuan_v1_moe, dots1 and
-ministral3_text fixtures, made here with seeds of their own (make_fixtures.new_model, 3505..3523),
+ministral3_text and internlm2 fixtures, made here with seeds of their own (make_fixtures.new_model,
+3505..3524),
 changed where llama.cpp cannot
 run them (below):
 
@@ -99,11 +101,18 @@ run them (below):
                       16 positions on theta 1e6 with mscale / mscale_all_dim 1, the query
                       temperature 1 + 0.3 log(1 + floor(pos / 16)) on every layer after RoPE;
                       untied) without the fixture's sliding window of 16; --outtype f32
+  gguf_internlm2      InternLM2ForCausalLM as make_fixtures.py's internlm2, unchanged (2 layers,
+                      hidden 64, 8 heads over 2 KV groups, theta 1e6, dynamic NTK factor 2 (which
+                      the converter writes nothing for: exact below max_position_embeddings), no
+                      biases, untied): the LlamaForCausalLM rewritten in InternLM2's layout
+                      (make_fixtures.write_internlm), so the converter's split of wqkv is checked
+                      against transformers; --outtype f32
 
 What llama.cpp runs, and why these sources (llama.cpp 0c1e57098: the converter classes above,
 src/models/olmo2.cpp, exaone4.cpp, glm4.cpp, seed-oss.cpp, ernie4-5.cpp, hunyuan-vl.cpp (which
 hunyuan-dense.cpp reuses: loader and graph), hunyuan-moe.cpp, dots1.cpp, apertus.cpp, llama4.cpp, minimax-m2.cpp,
-command-r.cpp, cohere2.cpp, ggml's ggml_xielu (ggml.c) and its CPU kernel (ggml-cpu/unary-ops.cpp
+command-r.cpp, cohere2.cpp, internlm2.cpp (llama's layer over attn_q / attn_k / attn_v, no biases:
+the converter does not split a wqkv bias), ggml's ggml_xielu (ggml.c) and its CPU kernel (ggml-cpu/unary-ops.cpp
 op_xielu), llama-model.cpp's shared hparams, load_swa_pattern and llama_model_rope_type,
 llama-context.cpp's YaRN parameters, llama-graph.cpp's build_moe_ffn and temperature input).
 Each loader refuses a file with a tensor it does not create ("done_getting_tensors: wrong number of
@@ -526,7 +535,9 @@ from config.json; except:
   - dots1: pre qwen2 (llama.cpp's converter and llama-vocab.cpp name no pre-tokenizer of dots.llm1's
     own; a Qwen2-sized vocabulary), eos 255, bos 1, pad 0;
   - ministral3: pre tekken (Mistral's real vocabularies' name; llama.cpp then adds BOS and takes
-    whole-word tokens before merges), eos 255, bos 1, pad 0.
+    whole-word tokens before merges), eos 255, bos 1, pad 0;
+  - internlm2: InternLM2Model.set_vocab reads only a SentencePiece tokenizer.model (through its
+    protobuf): write_spm_tokenizer's, as ernie4_5's; pre default; bos 1, eos 2, pad 0.
 
 expected.json: transformers' logits, greedy tokens and decode logits (make_fixtures.run_cases).
 Logits stay under 6.1 but for ernie4_5's (up to 62: the tied head over N(0, 1) embeddings, whose
@@ -565,6 +576,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import make_fixtures as mf  # noqa: E402
 import make_gguf_lfm2_fixtures as lfm2  # noqa: E402
 
 # The checkpoints converted: make_fixtures.py's fixture of that name with these changes, and a seed
@@ -623,6 +635,7 @@ SOURCES = {
     "dots1": ("dots1", {"sliding_window": None, "num_key_value_heads": 4}, 3520),
     # no sliding window (llama.cpp's mistral3 has none) (module docstring)
     "ministral3": ("ministral3_text", {"sliding_window": None}, 3521),
+    "internlm2": ("internlm2", {}, 3524),
 }
 # name: (source, --outtype, pre-tokenizer name)
 FIXTURES = {
@@ -645,6 +658,7 @@ FIXTURES = {
     "gguf_hunyuan_moe": ("hunyuan_moe", "f32", "gpt-2"),
     "gguf_dots1": ("dots1", "f32", "qwen2"),
     "gguf_ministral3": ("ministral3", "f32", "tekken"),
+    "gguf_internlm2": ("internlm2", "f32", "default"),
 }
 
 # Hunyuan-A13B's config.json fields that HunYuanMoEModel.set_gguf_parameters reads (per-layer lists,
@@ -713,9 +727,15 @@ def write_spm_tokenizer(model_dir):
 
 def build_source(sources, source, tmp):
     """make_gguf_lfm2_fixtures.build_source, with glm4's and ernie4_5's vocabularies replaced as
-    their converters require, and hunyuan_moe's config.json given HUNYUAN_MOE_HUB_FIELDS."""
+    their converters require, hunyuan_moe's config.json given HUNYUAN_MOE_HUB_FIELDS, and
+    internlm2's checkpoint in InternLM2's own layout with a SentencePiece tokenizer.model (which
+    InternLM2Model.set_vocab requires)."""
     model, d = lfm2.build_source(sources, source, tmp)
-    if source == "glm4":
+    if source == "internlm2":  # the LlamaForCausalLM rewritten in InternLM2's layout (make_fixtures.make_internlm)
+        base, overrides, _ = sources[source]
+        mf.write_internlm(model, {**mf.fixtures()[base][2], **overrides}, "internlm2", d)
+        write_spm_tokenizer(d)
+    elif source == "glm4":
         write_glm4_tokenizer(d, model.config.vocab_size)
     elif source in ("ernie4_5", "ernie4_5_moe"):
         write_spm_tokenizer(d)

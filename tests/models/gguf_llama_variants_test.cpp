@@ -14,9 +14,10 @@
 // dense's attention, every layer 8 experts, top 2 renormalised, beside an ungated shared MLP),
 // gguf_dots1 (qwen3's attention, a dense layer, then grouped sigmoid routing with the selection
 // bias beside two shared experts; its config: gguf_dots1_test.cpp), gguf_ministral3 (YaRN and the
-// query temperature on every layer; its config: gguf_mistral3_test.cpp),
-// F32; llama.cpp itself runs each within 2e-5 of transformers (llamacpp.json; gguf_olmo's run in
-// llama.cpp is not yet recorded).
+// query temperature on every layer; its config: gguf_mistral3_test.cpp), gguf_internlm2 (InternLM2's
+// wqkv taken apart per KV group by the converter, not by brigade), F32; llama.cpp itself runs each
+// within 2e-5 of transformers (llamacpp.json; the runs of gguf_olmo, gguf_dbrx and gguf_internlm2 in
+// llama.cpp are not yet recorded).
 // The configs as llama.cpp reads them (Cohere's and Hunyuan MoE's: gguf_cohere_hunyuan_test.cpp), and
 // transformers' logits, decode steps and greedy tokens.
 #include <gtest/gtest.h>
@@ -62,6 +63,15 @@ TEST(GgufLlamaVariants, ReadsTheConfigsAsLlamaCppDoes) {
   EXPECT_EQ(dbrx.moe_intermediate_size, 32);
   EXPECT_TRUE(dbrx.norm_topk_prob) << "llama.cpp's dbrx: norm_w true";
   EXPECT_EQ(dbrx.n_moe_layers(), 2);
+
+  // InternLM2: the converter took wqkv apart per KV group into llama's permuted attn_q / attn_k / attn_v.
+  const ModelConfig internlm2 = open_config("gguf_internlm2");
+  EXPECT_EQ(internlm2.arch, "internlm2");
+  EXPECT_EQ(internlm2.rope_style, RopeStyle::interleaved) << "q/k rows permuted, as llama's";
+  EXPECT_EQ(internlm2.n_heads, 8);
+  EXPECT_EQ(internlm2.n_kv_heads, 2);
+  EXPECT_FLOAT_EQ(internlm2.rope_theta, 1000000.0f);
+  EXPECT_FALSE(internlm2.qkv_bias || internlm2.o_bias || internlm2.tie_embeddings);
 
   const ModelConfig olmo2 = open_config("gguf_olmo2");
   EXPECT_EQ(olmo2.arch, "olmo2");
@@ -327,7 +337,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, GgufLlamaVariantsF32,
                          ::testing::Values("gguf_olmo", "gguf_dbrx", "gguf_olmo2", "gguf_olmo3", "gguf_exaone4", "gguf_glm4", "gguf_seed_oss",
                                            "gguf_ernie4_5", "gguf_hunyuan_dense", "gguf_olmoe", "gguf_apertus",
                                            "gguf_ernie4_5_moe", "gguf_llama4", "gguf_minimax_m2", "gguf_command_r",
-                                           "gguf_cohere2", "gguf_hunyuan_moe", "gguf_dots1", "gguf_ministral3"),
+                                           "gguf_cohere2", "gguf_hunyuan_moe", "gguf_dots1", "gguf_ministral3",
+                                           "gguf_internlm2"),
                          [](const auto& p) { return p.param; });
 
 }  // namespace
