@@ -5,6 +5,7 @@
 #include <set>
 
 #include "models/classic_decoders_config.h"
+#include "models/chatglm_config.h"
 #include "models/dbrx_config.h"
 #include "models/internlm_config.h"
 #include "models/gemma_config.h"
@@ -90,6 +91,10 @@ Status Checkpoint::open_directory() {
   tensors_ = classic_decoder_tensors(config_.arch, std::move(tensors_));
   if (config_.arch == "dbrx") {  // the fused Wqkv and experts as views (models/dbrx_config.h)
     BRIGADE_ASSIGN_OR_RETURN(tensors_, dbrx_tensors(config_, std::move(tensors_)));
+  }
+  if (config_.arch == "glm") {  // ChatGLM's names and its query_key_value (models/chatglm_config.h)
+    BRIGADE_ASSIGN_OR_RETURN(tensors_, chatglm_tensors(int64_t{config_.n_heads} * config_.head_dim,
+                                                       int64_t{config_.n_kv_heads} * config_.head_dim, std::move(tensors_)));
   }
   if (config_.arch == "internlm2") {  // InternLM2's names and its wqkv per KV group (models/internlm_config.h)
     BRIGADE_ASSIGN_OR_RETURN(tensors_, internlm2_tensors(config_, std::move(tensors_), derived_));

@@ -7,6 +7,7 @@
 #include "models/bert_config.h"
 #include "models/modernbert_config.h"
 #include "models/classic_decoders_config.h"
+#include "models/chatglm_config.h"
 #include "models/dbrx_config.h"
 #include "models/state_space_config.h"
 #include "models/config_json.h"
@@ -50,7 +51,7 @@ constexpr const char* kSupported =
     "Lfm2ForCausalLM (lfm2), Lfm2MoeForCausalLM (lfm2_moe), FalconH1ForCausalLM (falcon_h1), KimiLinearForCausalLM (kimi_linear), LongcatFlashForCausalLM (longcat_flash), MiniMaxForCausalLM (minimax), SmolLM3ForCausalLM "
     "(smollm3), GraniteForCausalLM (granite), GraniteMoeForCausalLM (granitemoe), GraniteMoeSharedForCausalLM "
     "(granitemoeshared), DbrxForCausalLM (dbrx), InternLM2ForCausalLM (internlm2), InternLM3ForCausalLM (internlm3), OlmoForCausalLM (olmo), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
-    "(exaone4), Glm4ForCausalLM (glm4), GlmForCausalLM (glm), HeliumForCausalLM (helium), SeedOssForCausalLM (seed_oss), Ernie4_5ForCausalLM (ernie4_5), "
+    "(exaone4), Glm4ForCausalLM (glm4), GlmForCausalLM (glm; also the remote-code ChatGLMModel layout), HeliumForCausalLM (helium), SeedOssForCausalLM (seed_oss), Ernie4_5ForCausalLM (ernie4_5), "
     "HunYuanDenseV1ForCausalLM (hunyuan_v1_dense), HunYuanMoEV1ForCausalLM (hunyuan_v1_moe), OlmoeForCausalLM (olmoe), ApertusForCausalLM (apertus), "
     "Ernie4_5_MoeForCausalLM (ernie4_5_moe), "
     "Mistral3ForConditionalGeneration (mistral3: its language model and Pixtral tower), LlavaForConditionalGeneration (llava: a llama / mistral / qwen2 language model and a CLIP or SigLIP tower), InternVLForConditionalGeneration (internvl: a qwen2 / qwen3 / qwen3_moe / llama language model and InternViT; also the remote-code InternVLChatModel layout, whose language model may be InternLM2's), Ministral3ForCausalLM (ministral3), "
@@ -702,6 +703,7 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   apply_exaone3_config_names(j);  // models/classic_decoders_config.h
   apply_gpt_config_names(j);      // models/gpt_decoders_config.h
   apply_dbrx_config_names(j);     // models/dbrx_config.h
+  BRIGADE_RETURN_IF_ERROR(apply_chatglm_config(j));  // models/chatglm_config.h: as GlmForCausalLM
   bool seq_cls = false;
   BRIGADE_ASSIGN_OR_RETURN(std::string arch, detect_arch(j, seq_cls));
   ModelConfig c;

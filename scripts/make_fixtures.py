@@ -841,6 +841,12 @@ def fixtures():
         "internlm3": ("LlamaConfig", "LlamaForCausalLM", base_config(
             head_dim=32, attention_bias=True, mlp_bias=True, rope_theta=50000000.0,
             rope_scaling={"rope_type": "dynamic", "factor": 6.0})),
+        # GLM-4-9B-chat as THUDM ships it (ChatGLMModel, remote code): the GlmForCausalLM that
+        # transformers' convert_glm_weights_to_hf.py makes of it, written back in ChatGLM's layout
+        # (make_chatglm): 4 heads over 2 KV groups (multi_query_group_num), q/k/v biases, rope_ratio
+        # 500 (theta 5e6), layernorm_epsilon 1.5625e-07 as glm-4-9b-chat's.
+        "chatglm": ("GlmConfig", "GlmForCausalLM", base_config(
+            head_dim=16, pad_token_id=0, rope_theta=5000000.0, rms_norm_eps=1.5625e-07)),
     }
 
 
@@ -928,6 +934,75 @@ def make_internlm(name, config_cls, model_cls, kw, seed):
     cases = run_cases(model, kw["vocab_size"], decode_logits=True)
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls} (the same weights; written in InternLM's layout), fp32, "
+                                  f"eager attention, seed {seed}", kw["vocab_size"], cases)
+
+
+def chatglm_state(state):
+    """A GlmForCausalLM state dict under ChatGLM's names (the reverse of transformers'
+    convert_glm_weights_to_hf.py): q|k|v and their biases fused into query_key_value, q rows
+    first."""
+    import torch
+    renames = [("model.embed_tokens.", "transformer.embedding.word_embeddings."),
+               ("model.norm.", "transformer.encoder.final_layernorm."), ("lm_head.", "transformer.output_layer."),
+               ("model.layers.", "transformer.encoder.layers."), (".self_attn.o_proj.", ".self_attention.dense."),
+               (".mlp.gate_up_proj.", ".mlp.dense_h_to_4h."), (".mlp.down_proj.", ".mlp.dense_4h_to_h.")]
+    out = {}
+    for k, v in state.items():
+        if ".self_attn.k_proj." in k or ".self_attn.v_proj." in k:
+            continue
+        if ".self_attn.q_proj." in k:
+            v = torch.cat([state[k.replace("q_proj", p)] for p in ("q_proj", "k_proj", "v_proj")])
+            k = k.replace(".self_attn.q_proj.", ".self_attention.query_key_value.")
+        for a, b in renames:
+            k = k.replace(a, b)
+        out[k] = v.contiguous()
+    return out
+
+
+def chatglm_config(kw):
+    """glm-4-9b-chat's config.json fields (ChatGLMConfig) for make_fixtures' GlmConfig kwargs kw."""
+    return {"architectures": ["ChatGLMModel"], "model_type": "chatglm", "torch_dtype": "float32",
+            "auto_map": {"AutoConfig": "configuration_chatglm.ChatGLMConfig",
+                         "AutoModel": "modeling_chatglm.ChatGLMForConditionalGeneration",
+                         "AutoModelForCausalLM": "modeling_chatglm.ChatGLMForConditionalGeneration"},
+            "num_layers": kw["num_hidden_layers"], "padded_vocab_size": kw["vocab_size"],
+            "hidden_size": kw["hidden_size"], "ffn_hidden_size": kw["intermediate_size"], "kv_channels": kw["head_dim"],
+            "num_attention_heads": kw["num_attention_heads"], "multi_query_attention": True,
+            "multi_query_group_num": kw["num_key_value_heads"], "seq_length": kw["max_position_embeddings"],
+            "layernorm_epsilon": kw["rms_norm_eps"], "rope_ratio": kw["rope_theta"] / 10000.0, "original_rope": True,
+            "rmsnorm": True, "post_layer_norm": True, "apply_residual_connection_post_layernorm": False,
+            "add_bias_linear": False, "add_qkv_bias": True, "apply_query_key_layer_scaling": True,
+            "attention_softmax_in_fp32": True, "fp32_residual_connection": False, "bias_dropout_fusion": True,
+            "attention_dropout": 0.0, "hidden_dropout": 0.0, "tie_word_embeddings": False,
+            "eos_token_id": kw["eos_token_id"], "pad_token_id": kw["pad_token_id"]}
+
+
+def write_chatglm(model, kw, out_dir):
+    """model (a GlmForCausalLM) saved into out_dir as ChatGLM's remote-code checkpoint, with the
+    rotary_pos_emb.inv_freq buffer glm-4-9b-chat stores (RotaryEmbedding(kv_channels // 2) of base
+    10000 * rope_ratio)."""
+    import torch
+    from safetensors.torch import save_file
+    state = chatglm_state({k: v.contiguous() for k, v in model.state_dict().items()})
+    dim = kw["head_dim"] // 2
+    state["transformer.rotary_pos_emb.inv_freq"] = 1.0 / (kw["rope_theta"] ** (torch.arange(0, dim, 2).float() / dim))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    save_file(state, str(out_dir / "model.safetensors"), metadata={"format": "pt"})
+    (out_dir / "model.safetensors").chmod(0o644)
+    (out_dir / "config.json").write_text(json.dumps(chatglm_config(kw), indent=2) + "\n")
+
+
+def make_chatglm(name, config_cls, model_cls, kw, seed):
+    """chatglm: GlmForCausalLM's logits (ChatGLM has no transformers class; convert_glm_weights_to_hf.py
+    maps its weights one to one onto GlmForCausalLM), the checkpoint in ChatGLM's layout."""
+    import torch
+    import transformers
+    model = new_model(config_cls, model_cls, kw, seed)
+    out_dir = OUT / name
+    write_chatglm(model, kw, out_dir)
+    cases = run_cases(model, kw["vocab_size"], decode_logits=True)
+    write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
+                                  f"{model_cls} (the same weights; written in ChatGLM's layout), fp32, "
                                   f"eager attention, seed {seed}", kw["vocab_size"], cases)
 
 
@@ -1838,7 +1913,8 @@ def main():
                      "minimax": make_minimax,
                      "gemma3n_mm": make_gemma3n_mm,
                      "deepseek_v32": make_dsa, "glm_moe_dsa": make_dsa,
-                     **{n: make_internlm for n in ("internlm2", "internlm2_bias", "internlm3")}}.get(name, make)
+                     **{n: make_internlm for n in ("internlm2", "internlm2_bias", "internlm3")},
+                     "chatglm": make_chatglm}.get(name, make)
             maker(name, config_cls, model_cls, kw, 1000 + seed)
     if not names or "gpt_oss_mxfp4" in names:  # from the gpt_oss fixture written above
         make_gpt_oss_mxfp4()

@@ -295,13 +295,13 @@ TEST(TensorParallel, GemmaMatchesUnshardedAndTransformers) {
 // columns) and StableLM 2 12B's per-head q/k norms read one tensor per rank's head; GPT-NeoX's
 // per-head fused q|k|v and two-norm parallel residual, GPT-J's interleaved partial RoPE and GPT-2's
 // transposed Conv1D weights and learned positions (every rank's); OLMo's weightless LayerNorms and
-// clip_qkv (each rank clamps its own heads), DBRX's fused Wqkv and experts and InternLM2's wqkv per KV
-// group split at load: tp=2 equals tp=1 and transformers.
+// clip_qkv (each rank clamps its own heads), DBRX's fused Wqkv and experts, InternLM2's wqkv per KV
+// group and ChatGLM's query_key_value split at load: tp=2 equals tp=1 and transformers.
 TEST(TensorParallel, LlamaVariantsMatchUnshardedAndTransformers) {
   for (const char* name : {"exaone4", "glm4", "seed_oss", "ernie4_5", "hunyuan_v1_dense", "apertus", "ernie4_5_moe",
                            "llama4", "llama4_text", "olmo", "olmo2", "olmo3", "olmoe", "olmoe_clip", "dbrx", "minimax_m2", "cohere", "cohere2", "granitemoe",
                            "granitemoeshared", "hunyuan_v1_moe", "dots1", "ministral3", "ministral3_text", "phimoe", "afmoe", "arcee", "mimo_v2_flash", "exaone_moe",
-                           "starcoder2", "phi", "stablelm_parallel", "gpt_neox", "gptj", "gpt2", "internlm2", "internlm3"})
+                           "starcoder2", "phi", "stablelm_parallel", "gpt_neox", "gptj", "gpt2", "internlm2", "internlm3", "chatglm"})
     expect_tp2_matches_transformers(name);
 }
 
