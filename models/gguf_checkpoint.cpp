@@ -54,7 +54,8 @@ constexpr ArchRules kArchs[] = {
     {.name = "smollm3", .permuted = true}, {.name = "granite", .permuted = true},
     {.name = "granitemoe", .experts = true, .permuted = true},
     {.name = "internlm2", .permuted = true}, {.name = "olmo", .note = " (OLMo 1)", .permuted = true}, {.name = "dbrx", .experts = true}, {.name = "olmo2", .note = " (OLMo 2 and 3)", .own_rope_scaling = true},
-    {"exaone4"}, {.name = "glm4", .partial_rotary = true}, {"seed_oss"}, {"ernie4_5"}, {"hunyuan-dense"},
+    {"exaone4"}, {.name = "glm4", .partial_rotary = true},
+    {.name = "chatglm", .note = " (GLM-4-9B, GLM-Edge)", .partial_rotary = true}, {"seed_oss"}, {"ernie4_5"}, {"hunyuan-dense"},
     {.name = "hunyuan-moe", .experts = true}, {"apertus"}, {.name = "llama4", .experts = true},
     {.name = "minimax-m2", .experts = true, .partial_rotary = true}, {"command-r"}, {"cohere2"},
     {.name = "deepseek2", .experts = true, .own_rope_scaling = true},
@@ -364,7 +365,8 @@ Status read_gguf_checkpoint(const GgufFile& g, ModelConfig& c, std::map<std::str
   else if (is_gguf_gemma4(arch)) BRIGADE_RETURN_IF_ERROR(finish_gguf_gemma4(g, tensors, c));
   else if (c.n_experts > 0) BRIGADE_RETURN_IF_ERROR(check_gguf_moe_tensors(g, c));
   else if (arch == "apertus") BRIGADE_RETURN_IF_ERROR(add_gguf_xielu_tensors(g, c.n_layers, tensors));
-  else if (is_gguf_gpt_decoder(arch)) BRIGADE_RETURN_IF_ERROR(finish_gguf_gpt_decoder(g, tensors, c));  // q|k|v apart
+  else if (is_gguf_gpt_decoder(arch) || arch == "chatglm")  // q|k|v apart (chatglm's from ChatGLMModel checkpoints)
+    BRIGADE_RETURN_IF_ERROR(finish_gguf_gpt_decoder(g, tensors, c));
   if (c.arch == "mamba2" || c.arch == "mamba" || c.arch == "falcon_mamba")
     return Status::ok();  // no attention, no MLP (read_gguf_mamba checked its keys)
   const Status v = c.validate();

@@ -319,7 +319,7 @@ bool is_gguf_llama_variant(const std::string& gguf_arch) {
   return gguf_arch == "olmo" || gguf_arch == "dbrx" || gguf_arch == "olmo2" || gguf_arch == "exaone4" || gguf_arch == "glm4" || gguf_arch == "seed_oss" ||
          gguf_arch == "ernie4_5" || gguf_arch == "hunyuan-dense" || gguf_arch == "apertus" || gguf_arch == "ernie4_5-moe" ||
          gguf_arch == "llama4" || gguf_arch == "minimax-m2" || gguf_arch == "command-r" ||
-         gguf_arch == "cohere2" || gguf_arch == "hunyuan-moe" || gguf_arch == "dots1";
+         gguf_arch == "cohere2" || gguf_arch == "hunyuan-moe" || gguf_arch == "dots1" || gguf_arch == "chatglm";
 }
 
 Status add_gguf_xielu_tensors(const GgufFile& g, int n_layers, std::map<std::string, RawTensor>& tensors) {
@@ -350,9 +350,10 @@ Status read_gguf_llama_variant(const GgufFile& g, const std::string& gguf_arch, 
   const std::string a = gguf_arch + ".";
   const bool pairs = gguf_arch == "glm4" || gguf_arch == "ernie4_5" || gguf_arch == "ernie4_5-moe" ||
                      gguf_arch == "llama4" || gguf_arch == "command-r" || gguf_arch == "cohere2" ||
-                     gguf_arch == "olmo";  // OLMo 1: q/k rows permuted by the converter, as llama's
+                     gguf_arch == "olmo" ||  // OLMo 1: q/k rows permuted by the converter, as llama's
+                     gguf_arch == "chatglm";
   c.rope_style = pairs ? RopeStyle::interleaved : RopeStyle::neox;
-  c.qkv_bias = c.attention_bias = g.has_tensor("blk.0.attn_q.bias");
+  c.qkv_bias = c.attention_bias = g.has_tensor("blk.0.attn_q.bias") || g.has_tensor("blk.0.attn_qkv.bias");
   c.o_bias = g.has_tensor("blk.0.attn_output.bias");
   c.mlp_bias = false;
   if (gguf_arch == "olmo") return read_olmo(g, a, c);
@@ -373,6 +374,9 @@ Status read_gguf_llama_variant(const GgufFile& g, const std::string& gguf_arch, 
   }
   c.sliding_window = 0;
   c.sandwich_norms = gguf_arch == "glm4";
+  // ChatGLM (GLM-4-9B from ChatGLMModel, with attn_qkv; GLM-Edge from GlmForCausalLM, q/k/v apart):
+  // GlmForCausalLM's layer, gate|up in ffn_up.
+  if (gguf_arch == "chatglm") c.arch = "glm";
   return Status::ok();
 }
 
@@ -384,6 +388,8 @@ std::string gguf_llama_variant_layer_name(const std::string& gguf_arch, const st
                               {"post_ffw_norm.weight", "post_mlp_layernorm.weight"},
                               {"ffn_up.weight", "mlp.gate_up_proj.weight"}};
   static const Names kSeedOss = {{"post_attention_norm.weight", "post_attention_layernorm.weight"}};
+  static const Names kChatGlm = {{"ffn_up.weight", "mlp.gate_up_proj.weight"},
+                                 {"attn_qkv.bias", "self_attn.qkv_proj.bias"}};
   static const Names kHunyuan = {{"attn_q_norm.weight", "self_attn.query_layernorm.weight"},
                                  {"attn_k_norm.weight", "self_attn.key_layernorm.weight"}};
   static const Names kApertus = {{"attn_norm.weight", "attention_layernorm.weight"},
@@ -417,6 +423,7 @@ std::string gguf_llama_variant_layer_name(const std::string& gguf_arch, const st
   const Names* names = gguf_arch == "olmo2" || gguf_arch == "exaone4" ? &kPostNorms
                        : gguf_arch == "glm4"                         ? &kGlm4
                        : gguf_arch == "seed_oss"                     ? &kSeedOss
+                       : gguf_arch == "chatglm"                      ? &kChatGlm
                        : hunyuan                                     ? &kHunyuan
                        : gguf_arch == "apertus"                      ? &kApertus
                        : gguf_arch == "ernie4_5-moe"                 ? &kErnieMoe

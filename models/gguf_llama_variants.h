@@ -2,7 +2,7 @@
 // the ModelConfig the safetensors path builds for them (models/llama_variants_config.h), as
 // llama.cpp's loader and graphs (src/models/olmo.cpp, olmo2.cpp, exaone4.cpp, glm4.cpp, seed-oss.cpp,
 // ernie4-5.cpp, hunyuan-dense.cpp, hunyuan-moe.cpp, llama4.cpp, minimax-m2.cpp, dots1.cpp, command-r.cpp,
-// cohere2.cpp) run them:
+// cohere2.cpp, chatglm.cpp) run them:
 //   olmo           OLMo 1: llama's tensors (q/k rows permuted) without attn_norm / ffn_norm /
 //                  output_norm (its LayerNorms have no weights; attention.layer_norm_epsilon),
 //                  attention.clamp_kqv (absent: none) clamping q, k and v after their projections;
@@ -29,6 +29,10 @@
 //                  the MLP, post_ffw_norm after it; ffn_up is gate|up fused ([2 I, hidden]); q/k/v
 //                  biases; RoPE of adjacent pairs (NORM, not permuted: transformers' GLM-4
 //                  interleaves too) over rope.dimension_count of each head;
+//   chatglm        GLM-4-9B (ChatGLMModel: attn_qkv fused with its bias) and GLM-Edge
+//                  (GlmForCausalLM: attn_q / attn_k / attn_v): GlmForCausalLM's layer (arch glm),
+//                  ffn_up gate|up fused, q/k/v biases where stored, RoPE of adjacent pairs (not
+//                  permuted) over rope.dimension_count (half of each head);
 //   seed_oss       Seed-OSS: post_attention_norm is the norm before the MLP (transformers'
 //                  post_attention_layernorm); q/k/v biases where stored;
 //   ernie4_5       ERNIE 4.5 dense: Llama's names, RoPE of adjacent pairs (not permuted), tied;

@@ -966,6 +966,7 @@ def chatglm_config(kw):
                          "AutoModel": "modeling_chatglm.ChatGLMForConditionalGeneration",
                          "AutoModelForCausalLM": "modeling_chatglm.ChatGLMForConditionalGeneration"},
             "num_layers": kw["num_hidden_layers"], "padded_vocab_size": kw["vocab_size"],
+            "vocab_size": kw["vocab_size"],  # beside padded_vocab_size, as llama.cpp's converter reads both
             "hidden_size": kw["hidden_size"], "ffn_hidden_size": kw["intermediate_size"], "kv_channels": kw["head_dim"],
             "num_attention_heads": kw["num_attention_heads"], "multi_query_attention": True,
             "multi_query_group_num": kw["num_key_value_heads"], "seq_length": kw["max_position_embeddings"],

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the GGUF fixtures of twenty llama.cpp architectures that are Llama-style decoders with
+"""Writes the GGUF fixtures of twenty-one llama.cpp architectures that are Llama-style decoders with
 their own norms, biases, activations or RoPE, made by llama.cpp's own converter
 (convert_hf_to_gguf.py: conversion/olmo.py's OlmoModel, Olmo2Model, OlmoeModel and SeedOssModel,
 dbrx.py's DbrxModel, exaone.py's
@@ -8,12 +8,13 @@ HunYuanMoEModel, minimax.py's MiniMaxM2Model, command_r.py's CommandR2Model and 
 dots1.py's Dots1Model (a Qwen2MoeModel), all
 TextModel subclasses, none of them LlamaModel's; llama.py's ApertusModel and Llama4Model,
 LlamaModels with undo_permute False; and mistral3.py's Ministral3Model, a LlamaModel that permutes
-q/k; and internlm.py's InternLM2Model, a TextModel that takes wqkv apart per KV group and permutes
-q/k as LlamaModel does) from tiny transformers checkpoints. The checkpoints (SOURCES)
+q/k; internlm.py's InternLM2Model, a TextModel that takes wqkv apart per KV group and permutes
+q/k as LlamaModel does; and chatglm.py's ChatGLMModel, a TextModel that renames only) from tiny
+transformers checkpoints. The checkpoints (SOURCES)
 are make_fixtures.py's olmo, dbrx, olmo2, olmo3, exaone4, glm4, seed_oss, ernie4_5, hunyuan_v1_dense, olmoe,
 ernie4_5_moe, apertus, llama4_text, minimax_m2, cohere, cohere2, hunyuan_v1_moe, dots1 and
-ministral3_text and internlm2 fixtures, made here with seeds of their own (make_fixtures.new_model,
-3505..3524),
+ministral3_text, internlm2, chatglm and glm fixtures, made here with seeds of their own
+(make_fixtures.new_model, 3505..3526),
 changed where llama.cpp cannot
 run them (below):
 
@@ -107,6 +108,15 @@ run them (below):
                       biases, untied): the LlamaForCausalLM rewritten in InternLM2's layout
                       (make_fixtures.write_internlm), so the converter's split of wqkv is checked
                       against transformers; --outtype f32
+  gguf_chatglm        ChatGLMModel (glm-4-9b-chat's layout) as make_fixtures.py's chatglm, unchanged
+                      (2 layers, hidden 64, 4 heads of 16 over 2 KV groups, q/k/v biases, RoPE of
+                      adjacent pairs over half of each head, rope_ratio 500, untied): the
+                      GlmForCausalLM rewritten in ChatGLM's layout (make_fixtures.write_chatglm),
+                      so the file holds one attn_qkv with its bias, as GLM-4-9B's GGUFs do;
+                      --outtype f32
+  gguf_glm_edge       GlmForCausalLM (GLM-Edge's and glm-4-9b-chat-hf's layout) as make_fixtures.py's
+                      glm, unchanged (theta 1e4, which is what the converter writes: it reads
+                      rope_ratio only), so the file holds attn_q / attn_k / attn_v; --outtype f32
 
 What llama.cpp runs, and why these sources (llama.cpp 0c1e57098: the converter classes above,
 src/models/olmo2.cpp, exaone4.cpp, glm4.cpp, seed-oss.cpp, ernie4-5.cpp, hunyuan-vl.cpp (which
@@ -537,7 +547,11 @@ from config.json; except:
   - ministral3: pre tekken (Mistral's real vocabularies' name; llama.cpp then adds BOS and takes
     whole-word tokens before merges), eos 255, bos 1, pad 0;
   - internlm2: InternLM2Model.set_vocab reads only a SentencePiece tokenizer.model (through its
-    protobuf): write_spm_tokenizer's, as ernie4_5's; pre default; bos 1, eos 2, pad 0.
+    protobuf): write_spm_tokenizer's, as ernie4_5's; pre default; bos 1, eos 2, pad 0;
+  - chatglm and glm_edge: glm4's (ChatGLMModel.set_vocab looks up <|endoftext|> and <|user|> too),
+    pre chatglm-bpe (GLM-4-9B's); eos and unk 255, eot 254. ChatGLMModel.set_gguf_parameters writes
+    context_length from seq_length, else hidden_size (64 for glm_edge: the prompts stay within it),
+    and rope.dimension_count from hidden_size / heads (the fixtures' kv_channels are that).
 
 expected.json: transformers' logits, greedy tokens and decode logits (make_fixtures.run_cases).
 Logits stay under 6.1 but for ernie4_5's (up to 62: the tied head over N(0, 1) embeddings, whose
@@ -636,6 +650,8 @@ SOURCES = {
     # no sliding window (llama.cpp's mistral3 has none) (module docstring)
     "ministral3": ("ministral3_text", {"sliding_window": None}, 3521),
     "internlm2": ("internlm2", {}, 3524),
+    "chatglm": ("chatglm", {}, 3525),
+    "glm_edge": ("glm", {}, 3526),
 }
 # name: (source, --outtype, pre-tokenizer name)
 FIXTURES = {
@@ -659,6 +675,8 @@ FIXTURES = {
     "gguf_dots1": ("dots1", "f32", "qwen2"),
     "gguf_ministral3": ("ministral3", "f32", "tekken"),
     "gguf_internlm2": ("internlm2", "f32", "default"),
+    "gguf_chatglm": ("chatglm", "f32", "chatglm-bpe"),
+    "gguf_glm_edge": ("glm_edge", "f32", "chatglm-bpe"),
 }
 
 # Hunyuan-A13B's config.json fields that HunYuanMoEModel.set_gguf_parameters reads (per-layer lists,
@@ -735,7 +753,11 @@ def build_source(sources, source, tmp):
         base, overrides, _ = sources[source]
         mf.write_internlm(model, {**mf.fixtures()[base][2], **overrides}, "internlm2", d)
         write_spm_tokenizer(d)
-    elif source == "glm4":
+    elif source == "chatglm":  # the GlmForCausalLM rewritten in ChatGLM's layout (make_fixtures.make_chatglm)
+        base, overrides, _ = sources[source]
+        mf.write_chatglm(model, {**mf.fixtures()[base][2], **overrides}, d)
+        write_glm4_tokenizer(d, model.config.vocab_size)
+    elif source in ("glm4", "glm_edge"):
         write_glm4_tokenizer(d, model.config.vocab_size)
     elif source in ("ernie4_5", "ernie4_5_moe"):
         write_spm_tokenizer(d)

@@ -15,9 +15,10 @@
 // gguf_dots1 (qwen3's attention, a dense layer, then grouped sigmoid routing with the selection
 // bias beside two shared experts; its config: gguf_dots1_test.cpp), gguf_ministral3 (YaRN and the
 // query temperature on every layer; its config: gguf_mistral3_test.cpp), gguf_internlm2 (InternLM2's
-// wqkv taken apart per KV group by the converter, not by brigade), F32; llama.cpp itself runs each
-// within 2e-5 of transformers (llamacpp.json; the runs of gguf_olmo, gguf_dbrx and gguf_internlm2 in
-// llama.cpp are not yet recorded).
+// wqkv taken apart per KV group by the converter, not by brigade), gguf_chatglm and gguf_glm_edge
+// (llama.cpp's chatglm from ChatGLMModel's fused query_key_value and from GlmForCausalLM), F32; llama.cpp itself runs each
+// within 2e-5 of transformers (llamacpp.json; the runs of gguf_olmo, gguf_dbrx, gguf_internlm2,
+// gguf_chatglm and gguf_glm_edge in llama.cpp are not yet recorded).
 // The configs as llama.cpp reads them (Cohere's and Hunyuan MoE's: gguf_cohere_hunyuan_test.cpp), and
 // transformers' logits, decode steps and greedy tokens.
 #include <gtest/gtest.h>
@@ -72,6 +73,26 @@ TEST(GgufLlamaVariants, ReadsTheConfigsAsLlamaCppDoes) {
   EXPECT_EQ(internlm2.n_kv_heads, 2);
   EXPECT_FLOAT_EQ(internlm2.rope_theta, 1000000.0f);
   EXPECT_FALSE(internlm2.qkv_bias || internlm2.o_bias || internlm2.tie_embeddings);
+
+  // ChatGLM: GLM-4-9B's file (from ChatGLMModel: attn_qkv fused, with its bias) and GLM-Edge's (from
+  // GlmForCausalLM: attn_q / attn_k / attn_v) both run as GlmForCausalLM.
+  for (const char* name : {"gguf_chatglm", "gguf_glm_edge"}) {
+    const ModelConfig glm = open_config(name);
+    EXPECT_EQ(glm.arch, "glm") << name;
+    EXPECT_EQ(glm.rope_style, RopeStyle::interleaved) << name << ": adjacent pairs, not permuted";
+    EXPECT_EQ(glm.rope_dims(), 8) << name << ": half of each head";
+    EXPECT_TRUE(glm.qkv_bias && !glm.o_bias && !glm.tie_embeddings && !glm.fused_weights) << name;
+    EXPECT_EQ(glm.n_kv_heads, 2) << name;
+  }
+  EXPECT_FLOAT_EQ(open_config("gguf_chatglm").rope_theta, 5e6f) << "10000 * rope_ratio";
+  {
+    auto ck = Checkpoint::open(gguf_path("gguf_chatglm"));
+    ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
+    const auto& t = (*ck)->tensors();
+    EXPECT_EQ(t.count("model.layers.1.self_attn.qkv_proj.weight"), 0u) << "attn_qkv split";
+    EXPECT_EQ(t.at("model.layers.1.self_attn.k_proj.bias").shape, std::vector<int64_t>{32});
+    EXPECT_EQ(t.at("model.layers.1.mlp.gate_up_proj.weight").shape, (std::vector<int64_t>{256, 64}));
+  }
 
   const ModelConfig olmo2 = open_config("gguf_olmo2");
   EXPECT_EQ(olmo2.arch, "olmo2");
@@ -338,7 +359,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, GgufLlamaVariantsF32,
                                            "gguf_ernie4_5", "gguf_hunyuan_dense", "gguf_olmoe", "gguf_apertus",
                                            "gguf_ernie4_5_moe", "gguf_llama4", "gguf_minimax_m2", "gguf_command_r",
                                            "gguf_cohere2", "gguf_hunyuan_moe", "gguf_dots1", "gguf_ministral3",
-                                           "gguf_internlm2"),
+                                           "gguf_internlm2", "gguf_chatglm", "gguf_glm_edge"),
                          [](const auto& p) { return p.param; });
 
 }  // namespace
