@@ -28,6 +28,11 @@ inline constexpr const char* kGpt2Pattern =
 inline constexpr const char* kQwen2Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
+// Llama 3's pattern as its tokenizer.json writes it (OpenAI's cl100k_base); Qwen2/3 differ only in
+// single digits. Also the pat_str of GLM-4's tiktoken vocabulary (tokenizer_tiktoken.h).
+inline constexpr const char* kLlama3Pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
 // Splits by a PCRE2 pattern (UTF + Unicode properties): every match is a piece, and so is every
 // stretch between matches ("Isolated" behaviour). invalid_argument when the pattern does not compile.
 Expected<std::unique_ptr<PreTokenizer>> make_regex_pretokenizer(const std::string& pattern);

@@ -63,7 +63,7 @@ Expected<std::unique_ptr<Tokenizer>> load_sentencepiece_model(const std::string&
   if (looks_like_tiktoken_ranks(head))
     return unsupported(path + ": a tiktoken ranks file, not a SentencePiece model; its split pattern and special tokens "
                        "are not in the file: load the model directory (Kimi K2's tiktoken.model, Hunyuan's hy.tiktoken, "
-                       "Qwen's qwen.tiktoken, with tokenizer_config.json), or, for Meta's original Llama 3 "
+                       "Qwen's qwen.tiktoken, GLM-4's tokenizer.model, with tokenizer_config.json), or, for Meta's original Llama 3 "
                        "tokenizer.model, the model's tokenizer.json");
   return load_sentencepiece_tokenizer(path);
 }

@@ -13,10 +13,6 @@ namespace {
 
 using json = nlohmann::json;
 
-// Llama 3's pattern as its tokenizer.json writes it; Qwen2/3 differ only in single digits
-// (kQwen2Pattern, pretokenizer.h).
-constexpr const char* kLlama3Pattern =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 // Mistral's tekken (Mistral Nemo, Mistral Small 3.x, Ministral, Devstral, Magistral; llama.cpp's
 // TEKKEN) as its tokenizer.json writes it: words split at case changes, single digits,
 // punctuation runs taking line ends and slashes along. llama.cpp adapts it to classes of a-z / A-Z,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <unordered_map>
 
@@ -36,6 +37,12 @@ struct TiktokenFamily {
   const char* eos;
   // The special tokens' contents, for ids n_ranks, n_ranks + 1, ...
   Expected<std::vector<std::string>> (*specials)(const json& config, int32_t n_ranks, const std::string& origin);
+  // The special tokens encode() puts before the text with add_special_tokens (the class's
+  // build_inputs_with_special_tokens); none for most.
+  std::vector<const char*> prefix = {};
+  // The ranks file shares its name with SentencePiece's (tokenizer.model): claimed only when it
+  // holds tiktoken ranks and tokenizer_config.json is beside it.
+  bool shared_name = false;
 };
 
 std::vector<std::string> with_extras(std::vector<std::string> names) {
@@ -49,6 +56,14 @@ Expected<std::vector<std::string>> hunyuan_specials(const json&, int32_t, const 
 
 Expected<std::vector<std::string>> qwen_specials(const json&, int32_t, const std::string&) {
   return with_extras({"<|endoftext|>", "<|im_start|>", "<|im_end|>"});
+}
+
+// ChatGLM4Tokenizer's fixed list after the ranks (glm-4-9b-chat's added_tokens_decoder names the same
+// ids).
+Expected<std::vector<std::string>> glm4_specials(const json&, int32_t, const std::string&) {
+  return std::vector<std::string>{"<|endoftext|>", "[MASK]", "[gMASK]", "[sMASK]", "<sop>", "<eop>", "<|system|>",
+                                  "<|user|>", "<|assistant|>", "<|observation|>", "<|begin_of_image|>",
+                                  "<|end_of_image|>", "<|begin_of_video|>", "<|end_of_video|>"};
 }
 
 // TikTokenTokenizer: num_reserved_special_tokens (256) + 2 ids after the ranks, each named by
@@ -81,6 +96,8 @@ const std::vector<TiktokenFamily>& families() {
        hunyuan_specials},
       {"Qwen (v1)", "qwen.tiktoken", "tokenization_qwen", "QWenTokenizer", kQwen2Pattern, true, false, 0, 0, "",
        "<|endoftext|>", qwen_specials},
+      {"GLM-4", "tokenizer.model", "tokenization_chatglm", "ChatGLM4Tokenizer", kLlama3Pattern, false, false, 0, 0, "",
+       "<|endoftext|>", glm4_specials, {"[gMASK]", "<sop>"}, true},
   };
   return f;
 }
@@ -365,8 +382,17 @@ bool looks_like_tiktoken_ranks(std::string_view head) {
 
 bool has_tiktoken_vocabulary(const std::string& dir) {
   std::error_code ec;
-  for (const auto& f : families())
-    if (fs::exists(fs::path(dir) / f.file, ec)) return true;
+  for (const auto& f : families()) {
+    const fs::path file = fs::path(dir) / f.file;
+    if (!fs::exists(file, ec)) continue;
+    if (!f.shared_name) return true;
+    if (!fs::exists(fs::path(dir) / "tokenizer_config.json", ec)) continue;
+    std::ifstream in(file, std::ios::binary);
+    std::string head(256, '\0');
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<size_t>(in.gcount()));
+    if (looks_like_tiktoken_ranks(head)) return true;
+  }
   return false;
 }
 
@@ -393,12 +419,25 @@ Expected<TiktokenConversion> convert_tiktoken_directory(const std::string& dir) 
   out.tokenizer = tiktoken_tokenizer_json(tokens, 0, added, family->pattern, family->nfc);
   out.chunk_chars = family->chunk_chars;
   out.max_run_chars = family->max_run_chars;
-  // The Python classes add no special tokens (PreTrainedTokenizer's default).
+  // The Python classes add no special tokens (PreTrainedTokenizer's default), but for GLM-4's prefix
+  // ([gMASK] <sop>, before the text and before a pair; ChatGLM4Tokenizer's pair form also asks for
+  // an <eos> it does not have, and raises).
+  json single = json::array(), pair = json::array(), special = json::object();
+  for (const char* p : family->prefix) {
+    const auto at = std::find(specials.begin(), specials.end(), p);
+    const int32_t id = n_ranks + static_cast<int32_t>(at - specials.begin());
+    single.push_back({{"SpecialToken", {{"id", p}, {"type_id", 0}}}});
+    pair.push_back({{"SpecialToken", {{"id", p}, {"type_id", 0}}}});
+    special[p] = {{"id", p}, {"ids", {id}}, {"tokens", {p}}};
+  }
   const json sequence_a = {{"Sequence", {{"id", "A"}, {"type_id", 0}}}};
+  single.push_back(sequence_a);
+  pair.push_back(sequence_a);
+  pair.push_back({{"Sequence", {{"id", "B"}, {"type_id", 1}}}});
   out.tokenizer["post_processor"] = {{"type", "TemplateProcessing"},
-                                     {"single", json::array({sequence_a})},
-                                     {"pair", json::array({sequence_a, {{"Sequence", {{"id", "B"}, {"type_id", 1}}}}})},
-                                     {"special_tokens", json::object()}};
+                                     {"single", std::move(single)},
+                                     {"pair", std::move(pair)},
+                                     {"special_tokens", std::move(special)}};
   return out;
 }
 

@@ -11,13 +11,21 @@
 //       <|endoftext|> <|startoftext|> <|bos|> <|eos|> <|pad|> <|extra_0..204|> after them
 //   Qwen (v1)                              qwen.tiktoken   QWenTokenizer  NFC first; Qwen2's
 //       pattern; <|endoftext|> <|im_start|> <|im_end|> <|extra_0..204|> after the ranks
+//   GLM-4 (glm-4-9b-chat, glm-4-9b, glm-4v-9b; tokenization_chatglm)  tokenizer.model
+//       ChatGLM4Tokenizer  cl100k's pattern (kLlama3Pattern); <|endoftext|> [MASK] [gMASK] [sMASK]
+//       <sop> <eop> <|system|> <|user|> <|assistant|> <|observation|> <|begin_of_image|>
+//       <|end_of_image|> <|begin_of_video|> <|end_of_video|> after the ranks; add_special_tokens
+//       puts [gMASK] <sop> first. Its ranks file has SentencePiece's name: a tokenizer.model is
+//       taken as tiktoken ranks only when its first line is one and tokenizer_config.json is
+//       beside it (else it is read as SentencePiece)
 //
 // Any other family is refused by name: its split pattern and special tokens live in its Python.
 // The ranks become the byte-level BPE a tokenizer.json holds (tokenizer_bpe.h): the vocabulary in
 // GPT-2's byte-to-unicode form with id = rank, one merge per multi-byte token ordered by its
 // rank, whole pieces taken as one token first (tiktoken's shortcut, model.ignore_merges), the
 // special tokens as added tokens (every one special, matched anywhere in the text, as the model's
-// encode(allowed_special="all") does), and no BOS added (the Python classes add none). Reserved
+// encode(allowed_special="all") does), and no BOS added (the Python classes add none; GLM-4's
+// prefix is its post-processor's). Reserved
 // fillers past config.json's vocab_size are dropped (Kimi K2 names 258 special ids, its embedding
 // holds 256 of them), as llama.cpp's converter drops them. Kimi's TikTokenTokenizer.encode cuts the
 // text before tiktoken sees it (tiktoken_run_pieces: 400,000-character chunks, runs of whitespace
@@ -52,7 +60,7 @@ inline constexpr const char* kKimiK2Pattern =
     R"(|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 // Whether model directory `dir` holds a ranks file of a known family (tiktoken.model, hy.tiktoken,
-// qwen.tiktoken).
+// qwen.tiktoken, or a tokenizer.model of tiktoken ranks beside tokenizer_config.json).
 bool has_tiktoken_vocabulary(const std::string& dir);
 
 // The tokenizer of model directory `dir` (its ranks file and tokenizer_config.json). not_found

@@ -26,7 +26,10 @@ and writes:
       their tokenize() does) and decode; "inverted": the tokens whose rank was swapped below
       their parts'.
 
-Run from anywhere: python3 scripts/make_tiktoken_fixtures.py. It uses make_fixtures.py's virtual
+`glm4` adds tests/fixtures/tokenizers/tiktoken/glm4/ (the Kimi ranks as GLM-4's tokenizer.model, its
+tokenizer_config.json) and vectors.json's "glm4" entry (write_glm4), leaving the rest as it is.
+
+Run from anywhere: python3 scripts/make_tiktoken_fixtures.py [glm4 | long]. It uses make_fixtures.py's virtual
 environment (.brigade/fixtures-venv, which installs tiktoken too). The output is committed; CI never
 runs this.
 """
@@ -268,9 +271,59 @@ def kimi_encoding(tiktoken, ranks):
     return tiktoken.Encoding("kimi", pat_str=KIMI_PATTERN, mergeable_ranks=ranks, special_tokens=special)
 
 
+# ChatGLM4Tokenizer (glm-4-9b-chat's tokenization_chatglm.py): cl100k's pat_str, then its fixed list of
+# special tokens after the ranks; build_inputs_with_special_tokens puts [gMASK] <sop> first.
+GLM4_PATTERN = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+GLM4_SPECIAL = ["<|endoftext|>", "[MASK]", "[gMASK]", "[sMASK]", "<sop>", "<eop>", "<|system|>", "<|user|>",
+                "<|assistant|>", "<|observation|>", "<|begin_of_image|>", "<|end_of_image|>", "<|begin_of_video|>",
+                "<|end_of_video|>"]
+GLM4_TEMPLATE = (
+    "[gMASK]<sop>{% for message in messages %}<|{{ message['role'] }}|>\n{{ message['content'] }}{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}")
+
+
+def write_glm4(tiktoken):
+    """`glm4`: over the committed Kimi ranks (not rewritten), glm4/ as glm-4-9b-chat lays out its
+    tokenizer (the ranks as tokenizer.model, tokenizer_config.json with ChatGLM4Tokenizer's auto_map,
+    added_tokens_decoder and eos, a chat template in its form) and vectors.json's "glm4" entry:
+    tiktoken's ids for the texts (allowed_special="all": transformers splits the added tokens out
+    first, as tiktoken matches them) and the prefix add_special_tokens puts first."""
+    ranks_text = (OUT / "kimi" / "tiktoken.model").read_text()
+    ranks = {}
+    for line in ranks_text.splitlines():
+        token, rank = line.split()
+        ranks[base64.b64decode(token)] = int(rank)
+    n = len(ranks)
+    special = {s: n + i for i, s in enumerate(GLM4_SPECIAL)}
+    d = OUT / "glm4"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "tokenizer.model").write_text(ranks_text)
+    decoder = {str(i): {"content": s, "lstrip": False, "normalized": False, "rstrip": False, "single_word": False,
+                        "special": True} for s, i in special.items()}
+    (d / "tokenizer_config.json").write_text(json.dumps({
+        "added_tokens_decoder": decoder,
+        "additional_special_tokens": GLM4_SPECIAL[1:],
+        "auto_map": {"AutoTokenizer": ["tokenization_chatglm.ChatGLM4Tokenizer", None]},
+        "chat_template": GLM4_TEMPLATE, "clean_up_tokenization_spaces": False, "do_lower_case": False,
+        "eos_token": "<|endoftext|>", "model_max_length": 128000, "pad_token": "<|endoftext|>",
+        "padding_side": "left", "remove_space": False, "tokenizer_class": "ChatGLM4Tokenizer",
+    }, indent=2, ensure_ascii=False) + "\n")
+    vectors = json.loads((OUT / "vectors.json").read_text())
+    inverted = [base64.b64decode(t) for t in vectors["inverted"]]
+    enc = tiktoken.Encoding("glm4", pat_str=GLM4_PATTERN, mergeable_ranks=ranks, special_tokens=special)
+    items = texts(inverted)[::2] + special_texts(["<|user|>", "[gMASK]", "<sop>", "<|end_of_video|>"])
+    vectors["glm4"] = {"n_ranks": n, "special": special, "prefix": [special["[gMASK]"], special["<sop>"]],
+                       "cases": family_cases(enc, items, False)}
+    (OUT / "vectors.json").write_text(json.dumps(vectors, ensure_ascii=False, separators=(",", ":")) + "\n")
+    print(f"wrote {d} and vectors.json's glm4 ({len(items)} texts)")
+
+
 def main():
     ensure_venv(__file__)
     import tiktoken
+    if sys.argv[1:] == ["glm4"]:
+        write_glm4(tiktoken)
+        return
     if sys.argv[1:] == ["long"]:  # over the committed ranks file, which it does not rewrite
         ranks = {}
         for line in (OUT / "kimi" / "tiktoken.model").read_text().splitlines():

@@ -4,7 +4,8 @@
 // and as Hunyuan-A13B's (hy.tiktoken with a repeated line, HYTokenizer), and vectors.json: for
 // each family (and Qwen v1 over the Kimi ranks) tiktoken's ids and decodes of texts with Han and
 // kana, NFC-sensitive letters, digits, emoji, whitespace runs, contractions, special tokens in the
-// text, and tokens whose rank is below their parts' (scripts/make_tiktoken_fixtures.py).
+// text, and tokens whose rank is below their parts' (scripts/make_tiktoken_fixtures.py); glm4/ the
+// same ranks as GLM-4's tokenizer.model (ChatGLM4Tokenizer).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -430,6 +431,63 @@ TEST(TiktokenFamilies, RefusesUnknownAndInconsistentDirectories) {
   EXPECT_EQ(tok.status().code(), StatusCode::unsupported);
   EXPECT_NE(tok.status().message().find("Llama 3"), std::string::npos) << tok.status().to_string();
   EXPECT_FALSE(Tokenizer::load(llama3.file("tokenizer.model")).has_value());
+}
+
+// GLM-4's ChatGLM4Tokenizer (glm4/: the Kimi ranks as tokenizer.model): tiktoken's ids over cl100k's
+// pattern, its fourteen special tokens, and [gMASK] <sop> first with add_special_tokens.
+TEST(TiktokenGlm4, EncodesAndDecodesAsTiktokenWithItsPrefix) {
+  auto tok = load(kDir + "glm4");
+  ASSERT_TRUE(tok);
+  const json& v = vectors()["glm4"];
+  const auto prefix = v["prefix"].get<std::vector<int32_t>>();
+  ASSERT_GT(v["cases"].size(), 10u);
+  for (const json& c : v["cases"]) {
+    const std::string text = c["text"];
+    const auto want = c["ids"].get<std::vector<int32_t>>();
+    auto plain = tok->encode(text, /*add_bos=*/false), special = tok->encode(text, /*add_bos=*/true);
+    ASSERT_TRUE(plain.has_value() && special.has_value()) << plain.status().to_string();
+    EXPECT_EQ(*plain, want) << "input " << escaped(text);
+    std::vector<int32_t> with_prefix = prefix;
+    with_prefix.insert(with_prefix.end(), want.begin(), want.end());
+    EXPECT_EQ(*special, with_prefix) << "input " << escaped(text);
+    EXPECT_EQ(*tok->decode(want), c["decoded"].get<std::string>()) << "input " << escaped(text);
+  }
+  expect_special_tokens(*tok, "glm4", 14);
+  const int32_t n = v["n_ranks"];
+  EXPECT_EQ(tok->bos_id(), -1);
+  EXPECT_EQ(tok->eos_ids(), std::vector<int32_t>{n});  // <|endoftext|>
+  EXPECT_EQ(tok->token_to_piece(n + 2), "[gMASK]");
+  EXPECT_EQ(tok->token_to_piece(n + 13), "<|end_of_video|>");
+  // The chat template writes the prefix itself (the chat path encodes without special tokens).
+  auto t = load_chat_template(kDir + "glm4", "", ChatSpecialTokens{"", "<|endoftext|>"});
+  ASSERT_TRUE(t.has_value()) << t.status().to_string();
+  const std::vector<ChatMessage> messages = {{"user", "hi"}};
+  auto prompt = t->apply(messages, {}, /*add_generation_prompt=*/true, "");
+  ASSERT_TRUE(prompt.has_value()) << prompt.status().to_string();
+  auto ids = tok->encode(*prompt, false);
+  ASSERT_TRUE(ids.has_value());
+  EXPECT_EQ(std::vector<int32_t>(ids->begin(), ids->begin() + 3), (std::vector<int32_t>{n + 2, n + 4, n + 7}));
+  EXPECT_EQ(ids->back(), n + 8);  // <|assistant|>
+}
+
+// tokenizer.model is SentencePiece's name too: a SentencePiece model beside a tokenizer_config.json
+// stays SentencePiece, and GLM-4's ranks without tokenizer_config.json are refused as before, the
+// refusal naming GLM-4's directory.
+TEST(TiktokenGlm4, TokenizerModelIsTiktokenOnlyWhenItHoldsRanks) {
+  const testing::TempDir spm("glm4_spm");
+  fs::copy_file(std::string(BRIGADE_TESTDATA) + "/tokenizers/llama2-tokenizer.model", spm.file("tokenizer.model"));
+  fs::copy_file(kDir + "glm4/tokenizer_config.json", spm.file("tokenizer_config.json"));
+  EXPECT_FALSE(has_tiktoken_vocabulary(spm.str()));
+  auto tok = load(spm.str());
+  ASSERT_TRUE(tok);
+  EXPECT_EQ(tok->vocab_size(), 32000) << "Llama 2's SentencePiece model";
+  EXPECT_TRUE(has_tiktoken_vocabulary(kDir + "glm4"));
+  const testing::TempDir bare("glm4_bare");
+  fs::copy_file(kDir + "glm4/tokenizer.model", bare.file("tokenizer.model"));
+  EXPECT_FALSE(has_tiktoken_vocabulary(bare.str()));
+  auto refused = Tokenizer::load(bare.str());
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.status().message().find("GLM-4"), std::string::npos) << refused.status().to_string();
 }
 
 }  // namespace
