@@ -89,7 +89,8 @@ std::string llama_variant_arch(const std::string& class_name, const std::string&
       {"GPT2LMHeadModel", "gpt2"},                {"GPTBigCodeForCausalLM", "gpt_bigcode"},
       {"MiMoV2FlashForCausalLM", "mimo_v2_flash"}, {"ExaoneMoeForCausalLM", "exaone_moe"},
       {"ExaoneMoEForCausalLM", "exaone_moe"},
-      {"InternLM2ForCausalLM", "internlm2"},      {"InternLM3ForCausalLM", "internlm3"}};  // internlm_config.h  // (mimo_exaone_config.h; K-EXAONE's first configs' spelling)
+      {"InternLM2ForCausalLM", "internlm2"},      {"InternLM3ForCausalLM", "internlm3"},  // internlm_config.h
+      {"MiniCPMForCausalLM", "minicpm"}};  // (mimo_exaone_config.h; K-EXAONE's first configs' spelling)
   for (const auto& [cls, type] : kNames)
     if (class_name == cls || (class_name.empty() && model_type == type)) return type;
   return {};
@@ -480,6 +481,31 @@ Status read_llama4_scaling_beta(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
+// MiniCPM 1 / 2 / 4 (MiniCPMForCausalLM, remote code: MiniCPM-1B-sft, MiniCPM-2B-sft / dpo, MiniCPM4-0.5B /
+// 8B): Llama's layer with muP scalings, which are Granite's multipliers: the embeddings times scale_emb,
+// each sublayer's output times scale_depth / sqrt(num_hidden_layers) before its residual add, the final
+// hidden state divided by hidden_size / dim_model_base before lm_head (MiniCPMConfig's defaults 1);
+// q/k/v and o biases with attention_bias. MiniCPM4's sparse_config (InfLLM v2's sparse attention for
+// long inputs) is not applied: attention stays dense, as vLLM runs it. use_mup false (no scalings
+// at all in some MiniCPM4 derivatives' code) is refused by name.
+Status read_minicpm(const json& j, ModelConfig& c) {
+  c.qkv_bias = c.o_bias = c.attention_bias;
+  c.sliding_window = 0;
+  bool mup = true;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "use_mup", mup));
+  if (!mup) return unsupported("config.json: use_mup false is not supported for minicpm (brigade runs MiniCPM's muP scalings)");
+  float scale_emb = 1.0f, scale_depth = 1.0f, dim_model_base = 1.0f;
+  for (auto [key, v] : {std::pair{"scale_emb", &scale_emb}, {"scale_depth", &scale_depth}, {"dim_model_base", &dim_model_base}}) {
+    BRIGADE_RETURN_IF_ERROR(read_float(j, key, *v));
+    if (!(*v > 0.0f) || !std::isfinite(*v))
+      return invalid_argument(std::string("config.json: ") + key + " must be a positive number");
+  }
+  c.embedding_multiplier = scale_emb;
+  c.residual_multiplier = scale_depth / std::sqrt(static_cast<float>(c.n_layers));
+  c.logits_scaling = static_cast<float>(c.hidden_size) / dim_model_base;
+  return Status::ok();
+}
+
 Status read_llama_variant(const json& j, ModelConfig& c) {
   if (c.arch == "phimoe") return read_phimoe(j, c);  // models/phimoe_config.h
   if (c.arch == "afmoe" || c.arch == "arcee") return read_arcee_family(j, c);  // models/arcee_config.h
@@ -494,6 +520,7 @@ Status read_llama_variant(const json& j, ModelConfig& c) {
   if (c.arch == "olmo2" || c.arch == "olmo3" || c.arch == "flex_olmo") return read_olmo(j, c);
   if (c.arch == "dbrx") return read_dbrx(j, c);  // models/dbrx_config.h
   if (c.arch == "internlm2" || c.arch == "internlm3") return read_internlm(j, c);  // models/internlm_config.h
+  if (c.arch == "minicpm") return read_minicpm(j, c);
   if (c.arch == "olmo") {  // OlmoForCausalLM (OLMo 1): Llama's layers, LayerNorms without weights
     c.qkv_bias = c.o_bias = c.attention_bias;
     c.layer_norms = c.norms_weightless = true;

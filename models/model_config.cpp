@@ -50,7 +50,7 @@ constexpr const char* kSupported =
     "Qwen3NextForCausalLM (qwen3_next), Qwen3_5ForCausalLM (qwen3_5_text), Qwen3_5MoeForCausalLM (qwen3_5_moe_text), "
     "Lfm2ForCausalLM (lfm2), Lfm2MoeForCausalLM (lfm2_moe), FalconH1ForCausalLM (falcon_h1), KimiLinearForCausalLM (kimi_linear), LongcatFlashForCausalLM (longcat_flash), MiniMaxForCausalLM (minimax), SmolLM3ForCausalLM "
     "(smollm3), GraniteForCausalLM (granite), GraniteMoeForCausalLM (granitemoe), GraniteMoeSharedForCausalLM "
-    "(granitemoeshared), DbrxForCausalLM (dbrx), InternLM2ForCausalLM (internlm2), InternLM3ForCausalLM (internlm3), OlmoForCausalLM (olmo), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
+    "(granitemoeshared), DbrxForCausalLM (dbrx), InternLM2ForCausalLM (internlm2), InternLM3ForCausalLM (internlm3), MiniCPMForCausalLM (minicpm), OlmoForCausalLM (olmo), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
     "(exaone4), Glm4ForCausalLM (glm4), GlmForCausalLM (glm; also the remote-code ChatGLMModel layout), HeliumForCausalLM (helium), SeedOssForCausalLM (seed_oss), Ernie4_5ForCausalLM (ernie4_5), "
     "HunYuanDenseV1ForCausalLM (hunyuan_v1_dense), HunYuanMoEV1ForCausalLM (hunyuan_v1_moe), OlmoeForCausalLM (olmoe), ApertusForCausalLM (apertus), "
     "Ernie4_5_MoeForCausalLM (ernie4_5_moe), "
@@ -182,7 +182,7 @@ Status read_rope(const json& j, ModelConfig& c) {
   }
   if (ntk_alpha > 0.0) BRIGADE_RETURN_IF_ERROR(stretch_rope_base(ntk_alpha, c));
   if (c.arch != "phi3" && c.arch != "phimoe" && c.arch != "minimax_m2" && !glm && !is_gated_delta(c.arch) &&
-      c.arch != "phi" && c.arch != "stablelm" && c.arch != "nemotron")
+      c.arch != "phi" && c.arch != "stablelm" && c.arch != "nemotron" && c.arch != "minicpm")
     return Status::ok();
   if (!(partial > 0.0f && partial <= 1.0f))
     return invalid_argument("config.json: partial_rotary_factor must be in (0, 1] (got " + std::to_string(partial) + ")");
@@ -750,8 +750,8 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
                        "qwen3_next, qwen3_5, smollm3, olmo2, olmo3, exaone4, glm4, seed_oss, ernie4_5, "
                        "hunyuan_v1_dense, deepseek_v2/v3 and gpt_oss; " + c.arch +
                        " supports default, linear, dynamic, llama3" + (c.arch == "phi3" ? ", longrope" : ""));
-  if (c.rope_scaling.type == RopeScalingType::longrope && c.arch != "phi3" && c.arch != "phimoe")
-    return unsupported("config.json: rope_type 'longrope' is supported for phi3 and phimoe only; " + c.arch +
+  if (c.rope_scaling.type == RopeScalingType::longrope && c.arch != "phi3" && c.arch != "phimoe" && c.arch != "minicpm")
+    return unsupported("config.json: rope_type 'longrope' is supported for phi3, phimoe and minicpm only; " + c.arch +
                        " supports default, linear, dynamic, llama3" + (is_deepseek(c.arch) ? ", yarn" : ""));
   // Absent ids take transformers' LlamaConfig defaults (bos 1, eos 2; Qwen configs have none);
   // null means none.

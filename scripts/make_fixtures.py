@@ -847,6 +847,20 @@ def fixtures():
         # 500 (theta 5e6), layernorm_epsilon 1.5625e-07 as glm-4-9b-chat's.
         "chatglm": ("GlmConfig", "GlmForCausalLM", base_config(
             head_dim=16, pad_token_id=0, rope_theta=5000000.0, rms_norm_eps=1.5625e-07)),
+        # MiniCPM (MiniCPMForCausalLM, remote code; MiniCPM-2B's layout at tiny size): the
+        # GraniteForCausalLM whose multipliers are MiniCPM's muP scalings (make_minicpm): scale_emb
+        # 12, scale_depth 1.4 over 2 layers, dim_model_base 16 (logits / 4), tied; theta 1e4.
+        "minicpm": ("GraniteConfig", "GraniteForCausalLM", base_config(
+            tie_word_embeddings=True, embedding_multiplier=12.0, residual_multiplier=1.4 / 2 ** 0.5,
+            logits_scaling=4.0, attention_multiplier=16 ** -0.5)),
+        # MiniCPM4's longrope (max_position_embeddings equal to original_max_position_embeddings, as
+        # MiniCPM4-8B's 32768: the short factors at every position, attention factor 1), untied.
+        "minicpm_longrope": ("GraniteConfig", "GraniteForCausalLM", base_config(
+            embedding_multiplier=12.0,
+            residual_multiplier=1.4 / 2 ** 0.5, logits_scaling=4.0, attention_multiplier=16 ** -0.5,
+            rope_scaling={"rope_type": "longrope", "original_max_position_embeddings": 256,
+                          "short_factor": [1.0 + 0.37 * i for i in range(8)],
+                          "long_factor": [2.0 + 0.5 * i for i in range(8)]})),
     }
 
 
@@ -1005,6 +1019,46 @@ def make_chatglm(name, config_cls, model_cls, kw, seed):
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls} (the same weights; written in ChatGLM's layout), fp32, "
                                   f"eager attention, seed {seed}", kw["vocab_size"], cases)
+
+
+def minicpm_config(kw):
+    """MiniCPM's config.json (MiniCPMConfig, remote code) for make_fixtures' GraniteConfig kwargs kw:
+    the multipliers back as scale_emb, scale_depth and dim_model_base."""
+    layers, hidden = kw["num_hidden_layers"], kw["hidden_size"]
+    c = {"architectures": ["MiniCPMForCausalLM"], "model_type": "minicpm", "torch_dtype": "float32",
+         "auto_map": {"AutoConfig": "configuration_minicpm.MiniCPMConfig",
+                      "AutoModel": "modeling_minicpm.MiniCPMModel",
+                      "AutoModelForCausalLM": "modeling_minicpm.MiniCPMForCausalLM"},
+         "hidden_act": "silu", "attention_bias": False, "scale_emb": kw["embedding_multiplier"],
+         "scale_depth": round(kw["residual_multiplier"] * layers ** 0.5, 6),
+         "dim_model_base": round(hidden / kw["logits_scaling"])}
+    for key in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                "num_key_value_heads", "max_position_embeddings", "rms_norm_eps", "rope_theta", "bos_token_id",
+                "eos_token_id", "tie_word_embeddings"):
+        c[key] = kw[key]
+    if "rope_scaling" in kw:
+        c["rope_scaling"] = kw["rope_scaling"]
+    return c
+
+
+def make_minicpm(name, config_cls, model_cls, kw, seed):
+    """minicpm / minicpm_longrope: GraniteForCausalLM's logits (MiniCPM has no transformers class; its
+    remote code's scalings are Granite's multipliers), the checkpoint under MiniCPM's config.json."""
+    import torch
+    import transformers
+    c = minicpm_config(kw)
+    assert abs(c["scale_depth"] / kw["num_hidden_layers"] ** 0.5 - kw["residual_multiplier"]) < 1e-6
+    assert kw["hidden_size"] / c["dim_model_base"] == kw["logits_scaling"]
+    model = new_model(config_cls, model_cls, kw, seed)
+    out_dir = OUT / name
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out_dir, safe_serialization=True)
+    (out_dir / "generation_config.json").unlink(missing_ok=True)
+    (out_dir / "config.json").write_text(json.dumps(c, indent=2) + "\n")
+    cases = run_cases(model, kw["vocab_size"], decode_logits=True)
+    write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
+                                  f"{model_cls} (the same weights; MiniCPM's config.json), fp32, eager attention, "
+                                  f"seed {seed}", kw["vocab_size"], cases)
 
 
 def exaone_hub_config(d, model):
@@ -1915,7 +1969,7 @@ def main():
                      "gemma3n_mm": make_gemma3n_mm,
                      "deepseek_v32": make_dsa, "glm_moe_dsa": make_dsa,
                      **{n: make_internlm for n in ("internlm2", "internlm2_bias", "internlm3")},
-                     "chatglm": make_chatglm}.get(name, make)
+                     "chatglm": make_chatglm, "minicpm": make_minicpm, "minicpm_longrope": make_minicpm}.get(name, make)
             maker(name, config_cls, model_cls, kw, 1000 + seed)
     if not names or "gpt_oss_mxfp4" in names:  # from the gpt_oss fixture written above
         make_gpt_oss_mxfp4()
