@@ -53,6 +53,7 @@ constexpr ArchRules kArchs[] = {
     {.name = "granitehybrid", .experts = true}, {.name = "jamba", .experts = true},
     {.name = "smollm3", .permuted = true}, {.name = "granite", .permuted = true},
     {.name = "granitemoe", .experts = true, .permuted = true},
+    {.name = "minicpm", .note = " (MiniCPM 1 / 2)", .permuted = true},
     {.name = "internlm2", .permuted = true}, {.name = "olmo", .note = " (OLMo 1)", .permuted = true}, {.name = "dbrx", .experts = true}, {.name = "olmo2", .note = " (OLMo 2 and 3)", .own_rope_scaling = true},
     {"exaone4"}, {.name = "glm4", .partial_rotary = true},
     {.name = "chatglm", .note = " (GLM-4-9B, GLM-Edge)", .partial_rotary = true}, {"seed_oss"}, {"ernie4_5"}, {"hunyuan-dense"},
@@ -223,6 +224,12 @@ Status read_config(const GgufFile& g, const std::string& arch, ModelConfig& c) {
     for (int l = 0; l < c.n_layers; ++l) c.nope_layers[static_cast<size_t>(l)] = (l + 1) % 4 == 0;
   }
   if (arch == "granite" || arch == "granitemoe") BRIGADE_RETURN_IF_ERROR(read_gguf_granite(g, a, c));
+  if (arch == "minicpm") {  // muP's scalings as Granite's multipliers; MiniCPM-1B / 2B's where the file has none
+    c.embedding_multiplier = 12.0f;
+    c.residual_multiplier = 1.4f / std::sqrt(static_cast<float>(c.n_layers));
+    c.logits_scaling = static_cast<float>(c.hidden_size) / 256.0f;
+    BRIGADE_RETURN_IF_ERROR(read_gguf_granite_scales(g, a, c));
+  }
   if (is_gguf_gemma4(arch)) return read_gguf_gemma4(g, c);  // models/gguf_gemma4.h
   if (is_gguf_gpt_oss(arch)) return read_gguf_gpt_oss(g, c);
   if (is_gguf_glm4moe(arch)) return read_gguf_glm4moe(g, c);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the GGUF fixtures of twenty-one llama.cpp architectures that are Llama-style decoders with
+"""Writes the GGUF fixtures of twenty-two llama.cpp architectures that are Llama-style decoders with
 their own norms, biases, activations or RoPE, made by llama.cpp's own converter
 (convert_hf_to_gguf.py: conversion/olmo.py's OlmoModel, Olmo2Model, OlmoeModel and SeedOssModel,
 dbrx.py's DbrxModel, exaone.py's
@@ -9,12 +9,13 @@ dots1.py's Dots1Model (a Qwen2MoeModel), all
 TextModel subclasses, none of them LlamaModel's; llama.py's ApertusModel and Llama4Model,
 LlamaModels with undo_permute False; and mistral3.py's Ministral3Model, a LlamaModel that permutes
 q/k; internlm.py's InternLM2Model, a TextModel that takes wqkv apart per KV group and permutes
-q/k as LlamaModel does; and chatglm.py's ChatGLMModel, a TextModel that renames only) from tiny
+q/k as LlamaModel does; chatglm.py's ChatGLMModel, a TextModel that renames only; and minicpm.py's
+MiniCPMModel, a TextModel that permutes q/k and writes muP's scales as metadata) from tiny
 transformers checkpoints. The checkpoints (SOURCES)
 are make_fixtures.py's olmo, dbrx, olmo2, olmo3, exaone4, glm4, seed_oss, ernie4_5, hunyuan_v1_dense, olmoe,
 ernie4_5_moe, apertus, llama4_text, minimax_m2, cohere, cohere2, hunyuan_v1_moe, dots1 and
-ministral3_text, internlm2, chatglm and glm fixtures, made here with seeds of their own
-(make_fixtures.new_model, 3505..3526),
+ministral3_text, internlm2, chatglm, glm and minicpm fixtures, made here with seeds of their own
+(make_fixtures.new_model, 3505..3527),
 changed where llama.cpp cannot
 run them (below):
 
@@ -117,6 +118,10 @@ run them (below):
   gguf_glm_edge       GlmForCausalLM (GLM-Edge's and glm-4-9b-chat-hf's layout) as make_fixtures.py's
                       glm, unchanged (theta 1e4, which is what the converter writes: it reads
                       rope_ratio only), so the file holds attn_q / attn_k / attn_v; --outtype f32
+  gguf_minicpm        MiniCPMForCausalLM as make_fixtures.py's minicpm, unchanged (2 layers, scale_emb
+                      12, scale_depth 1.4, dim_model_base 16, tied): the GraniteForCausalLM under
+                      MiniCPM's config.json (make_fixtures.minicpm_config); the converter writes
+                      embedding_scale, residual_scale and logit_scale; --outtype f32
 
 What llama.cpp runs, and why these sources (llama.cpp 0c1e57098: the converter classes above,
 src/models/olmo2.cpp, exaone4.cpp, glm4.cpp, seed-oss.cpp, ernie4-5.cpp, hunyuan-vl.cpp (which
@@ -551,7 +556,9 @@ from config.json; except:
   - chatglm and glm_edge: glm4's (ChatGLMModel.set_vocab looks up <|endoftext|> and <|user|> too),
     pre chatglm-bpe (GLM-4-9B's); eos and unk 255, eot 254. ChatGLMModel.set_gguf_parameters writes
     context_length from seq_length, else hidden_size (64 for glm_edge: the prompts stay within it),
-    and rope.dimension_count from hidden_size / heads (the fixtures' kv_channels are that).
+    and rope.dimension_count from hidden_size / heads (the fixtures' kv_channels are that);
+  - minicpm: MiniCPMModel.set_vocab reads a SentencePiece tokenizer.model: write_spm_tokenizer's; pre
+    default; bos 1, eos 2.
 
 expected.json: transformers' logits, greedy tokens and decode logits (make_fixtures.run_cases).
 Logits stay under 6.1 but for ernie4_5's (up to 62: the tied head over N(0, 1) embeddings, whose
@@ -652,6 +659,7 @@ SOURCES = {
     "internlm2": ("internlm2", {}, 3524),
     "chatglm": ("chatglm", {}, 3525),
     "glm_edge": ("glm", {}, 3526),
+    "minicpm": ("minicpm", {}, 3527),
 }
 # name: (source, --outtype, pre-tokenizer name)
 FIXTURES = {
@@ -677,6 +685,7 @@ FIXTURES = {
     "gguf_internlm2": ("internlm2", "f32", "default"),
     "gguf_chatglm": ("chatglm", "f32", "chatglm-bpe"),
     "gguf_glm_edge": ("glm_edge", "f32", "chatglm-bpe"),
+    "gguf_minicpm": ("minicpm", "f32", "default"),
 }
 
 # Hunyuan-A13B's config.json fields that HunYuanMoEModel.set_gguf_parameters reads (per-layer lists,
@@ -752,6 +761,11 @@ def build_source(sources, source, tmp):
     if source == "internlm2":  # the LlamaForCausalLM rewritten in InternLM2's layout (make_fixtures.make_internlm)
         base, overrides, _ = sources[source]
         mf.write_internlm(model, {**mf.fixtures()[base][2], **overrides}, "internlm2", d)
+        write_spm_tokenizer(d)
+    elif source == "minicpm":  # the GraniteForCausalLM under MiniCPM's config.json (make_fixtures.make_minicpm)
+        base, overrides, _ = sources[source]
+        path = d / "config.json"
+        path.write_text(json.dumps(mf.minicpm_config({**mf.fixtures()[base][2], **overrides}), indent=2) + "\n")
         write_spm_tokenizer(d)
     elif source == "chatglm":  # the GlmForCausalLM rewritten in ChatGLM's layout (make_fixtures.make_chatglm)
         base, overrides, _ = sources[source]

@@ -16,9 +16,10 @@
 // bias beside two shared experts; its config: gguf_dots1_test.cpp), gguf_ministral3 (YaRN and the
 // query temperature on every layer; its config: gguf_mistral3_test.cpp), gguf_internlm2 (InternLM2's
 // wqkv taken apart per KV group by the converter, not by brigade), gguf_chatglm and gguf_glm_edge
-// (llama.cpp's chatglm from ChatGLMModel's fused query_key_value and from GlmForCausalLM), F32; llama.cpp itself runs each
+// (llama.cpp's chatglm from ChatGLMModel's fused query_key_value and from GlmForCausalLM),
+// gguf_minicpm (muP's scalings as metadata), F32; llama.cpp itself runs each
 // within 2e-5 of transformers (llamacpp.json; the runs of gguf_olmo, gguf_dbrx, gguf_internlm2,
-// gguf_chatglm and gguf_glm_edge in llama.cpp are not yet recorded).
+// gguf_chatglm, gguf_glm_edge and gguf_minicpm in llama.cpp are not yet recorded).
 // The configs as llama.cpp reads them (Cohere's and Hunyuan MoE's: gguf_cohere_hunyuan_test.cpp), and
 // transformers' logits, decode steps and greedy tokens.
 #include <gtest/gtest.h>
@@ -93,6 +94,16 @@ TEST(GgufLlamaVariants, ReadsTheConfigsAsLlamaCppDoes) {
     EXPECT_EQ(t.at("model.layers.1.self_attn.k_proj.bias").shape, std::vector<int64_t>{32});
     EXPECT_EQ(t.at("model.layers.1.mlp.gate_up_proj.weight").shape, (std::vector<int64_t>{256, 64}));
   }
+
+  // MiniCPM: the converter's embedding_scale, residual_scale and logit_scale (hidden / dim_model_base),
+  // q/k rows permuted as llama's; tied.
+  const ModelConfig minicpm = open_config("gguf_minicpm");
+  EXPECT_EQ(minicpm.arch, "minicpm");
+  EXPECT_EQ(minicpm.rope_style, RopeStyle::interleaved);
+  EXPECT_FLOAT_EQ(minicpm.embedding_multiplier, 12.0f);
+  EXPECT_FLOAT_EQ(minicpm.residual_multiplier, 1.4f / std::sqrt(2.0f));
+  EXPECT_FLOAT_EQ(minicpm.logits_scaling, 4.0f);
+  EXPECT_TRUE(minicpm.tie_embeddings);
 
   const ModelConfig olmo2 = open_config("gguf_olmo2");
   EXPECT_EQ(olmo2.arch, "olmo2");
@@ -199,7 +210,7 @@ TEST(GgufLlamaVariants, ReadsTheConfigsAsLlamaCppDoes) {
 // A hunyuan-dense file with rope.scaling.alpha (which llama.cpp's converter does not write) has
 // its base stretched at load, as llama.cpp's loader does; an EXAONE window pattern of the wrong
 // length is corrupt, naming the key; so are OLMo's missing LayerNorm epsilon and a negative clamp,
-// and a DBRX file without its clamp.
+// and a DBRX file without its clamp; a MiniCPM file without its scales takes MiniCPM-2B's.
 TEST(GgufLlamaVariants, HunyuansAlphaKeyAndABadWindowPattern) {
   const testing::TempDir dir("gguf_variants");
   using testing::gguf_u32;
@@ -239,6 +250,18 @@ TEST(GgufLlamaVariants, HunyuansAlphaKeyAndABadWindowPattern) {
   kv.push_back(gguf_u32("dbrx.expert_count", 4));
   kv.push_back(gguf_u32("dbrx.expert_used_count", 2));
   expect_refused(dir.file("dbrx_clamp.gguf"), kv, {{"token_embd.weight", {64, 256}}}, StatusCode::corrupt, "clamp_kqv");
+
+  // MiniCPM without its scales (files from before llama.cpp's converter wrote them): MiniCPM-1B /
+  // 2B's (scale_emb 12, scale_depth 1.4, dim_model_base 256); a non-positive one is corrupt.
+  kv = common("minicpm");
+  testing::write_gguf_zeros(dir.file("minicpm.gguf"), kv, {{"token_embd.weight", {64, 256}}});
+  ck = Checkpoint::open(dir.file("minicpm.gguf"));
+  ASSERT_TRUE(ck.has_value()) << ck.status().to_string();
+  EXPECT_FLOAT_EQ((*ck)->config().embedding_multiplier, 12.0f);
+  EXPECT_FLOAT_EQ((*ck)->config().residual_multiplier, 1.4f / std::sqrt(2.0f));
+  EXPECT_FLOAT_EQ((*ck)->config().logits_scaling, 64.0f / 256.0f);
+  kv.push_back({"minicpm.logit_scale", 6, 0, 0.0f});
+  expect_refused(dir.file("minicpm_scale.gguf"), kv, {{"token_embd.weight", {64, 256}}}, StatusCode::corrupt, "logit_scale");
 }
 
 // Apertus's xIELU parameters are metadata (xielu.*, one f32 per layer, or one for all), read as
@@ -359,7 +382,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, GgufLlamaVariantsF32,
                                            "gguf_ernie4_5", "gguf_hunyuan_dense", "gguf_olmoe", "gguf_apertus",
                                            "gguf_ernie4_5_moe", "gguf_llama4", "gguf_minimax_m2", "gguf_command_r",
                                            "gguf_cohere2", "gguf_hunyuan_moe", "gguf_dots1", "gguf_ministral3",
-                                           "gguf_internlm2", "gguf_chatglm", "gguf_glm_edge"),
+                                           "gguf_internlm2", "gguf_chatglm", "gguf_glm_edge", "gguf_minicpm"),
                          [](const auto& p) { return p.param; });
 
 }  // namespace
