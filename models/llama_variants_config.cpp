@@ -90,7 +90,7 @@ std::string llama_variant_arch(const std::string& class_name, const std::string&
       {"MiMoV2FlashForCausalLM", "mimo_v2_flash"}, {"ExaoneMoeForCausalLM", "exaone_moe"},
       {"ExaoneMoEForCausalLM", "exaone_moe"},
       {"InternLM2ForCausalLM", "internlm2"},      {"InternLM3ForCausalLM", "internlm3"},  // internlm_config.h
-      {"MiniCPMForCausalLM", "minicpm"}};  // (mimo_exaone_config.h; K-EXAONE's first configs' spelling)
+      {"MiniCPMForCausalLM", "minicpm"},          {"CwmForCausalLM", "cwm"}};  // (mimo_exaone_config.h; K-EXAONE's first configs' spelling)
   for (const auto& [cls, type] : kNames)
     if (class_name == cls || (class_name.empty() && model_type == type)) return type;
   return {};
@@ -506,6 +506,24 @@ Status read_minicpm(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
+// Meta's Code World Model (CwmForCausalLM: facebook/cwm; CwmConfig): Llama's layer without
+// attention biases, sliding_window (8192) on the layers layer_types calls sliding, and by default
+// (no layer_types) every 4th layer from layer 0 full, the others sliding; null: no window.
+Status read_cwm(const json& j, ModelConfig& c) {
+  c.qkv_bias = c.o_bias = false;  // CwmAttention: q/k/v/o without biases whatever attention_bias says
+  c.sliding_window = 8192;
+  if (auto it = j.find("sliding_window"); it != j.end() && (it->is_null() || *it == json(0))) {
+    c.sliding_window = 0;
+  } else {
+    BRIGADE_RETURN_IF_ERROR(read_int(j, "sliding_window", c.sliding_window, false));
+    if (c.sliding_window < 0) return invalid_argument("config.json: sliding_window must be > 0, 0 or null");
+  }
+  if (auto it = j.find("layer_types"); it != j.end() && !it->is_null()) return read_layer_types(j, c, 4);
+  c.sliding_layers.assign(static_cast<size_t>(c.n_layers), false);
+  for (int l = 0; l < c.n_layers; ++l) c.sliding_layers[static_cast<size_t>(l)] = l % 4 != 0;
+  return Status::ok();
+}
+
 Status read_llama_variant(const json& j, ModelConfig& c) {
   if (c.arch == "phimoe") return read_phimoe(j, c);  // models/phimoe_config.h
   if (c.arch == "afmoe" || c.arch == "arcee") return read_arcee_family(j, c);  // models/arcee_config.h
@@ -521,6 +539,7 @@ Status read_llama_variant(const json& j, ModelConfig& c) {
   if (c.arch == "dbrx") return read_dbrx(j, c);  // models/dbrx_config.h
   if (c.arch == "internlm2" || c.arch == "internlm3") return read_internlm(j, c);  // models/internlm_config.h
   if (c.arch == "minicpm") return read_minicpm(j, c);
+  if (c.arch == "cwm") return read_cwm(j, c);
   if (c.arch == "olmo") {  // OlmoForCausalLM (OLMo 1): Llama's layers, LayerNorms without weights
     c.qkv_bias = c.o_bias = c.attention_bias;
     c.layer_norms = c.norms_weightless = true;

@@ -7,6 +7,7 @@
 #include "models/bert_config.h"
 #include "models/modernbert_config.h"
 #include "models/classic_decoders_config.h"
+#include "models/alias_configs.h"
 #include "models/chatglm_config.h"
 #include "models/dbrx_config.h"
 #include "models/state_space_config.h"
@@ -50,7 +51,7 @@ constexpr const char* kSupported =
     "Qwen3NextForCausalLM (qwen3_next), Qwen3_5ForCausalLM (qwen3_5_text), Qwen3_5MoeForCausalLM (qwen3_5_moe_text), "
     "Lfm2ForCausalLM (lfm2), Lfm2MoeForCausalLM (lfm2_moe), FalconH1ForCausalLM (falcon_h1), KimiLinearForCausalLM (kimi_linear), LongcatFlashForCausalLM (longcat_flash), MiniMaxForCausalLM (minimax), SmolLM3ForCausalLM "
     "(smollm3), GraniteForCausalLM (granite), GraniteMoeForCausalLM (granitemoe), GraniteMoeSharedForCausalLM "
-    "(granitemoeshared), DbrxForCausalLM (dbrx), InternLM2ForCausalLM (internlm2), InternLM3ForCausalLM (internlm3), MiniCPMForCausalLM (minicpm), OlmoForCausalLM (olmo), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
+    "(granitemoeshared), IQuestCoderForCausalLM (as llama), SolarOpenForCausalLM (as glm4_moe), CwmForCausalLM (cwm), DbrxForCausalLM (dbrx), InternLM2ForCausalLM (internlm2), InternLM3ForCausalLM (internlm3), MiniCPMForCausalLM (minicpm), OlmoForCausalLM (olmo), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
     "(exaone4), Glm4ForCausalLM (glm4), GlmForCausalLM (glm; also the remote-code ChatGLMModel layout), HeliumForCausalLM (helium), SeedOssForCausalLM (seed_oss), Ernie4_5ForCausalLM (ernie4_5), "
     "HunYuanDenseV1ForCausalLM (hunyuan_v1_dense), HunYuanMoEV1ForCausalLM (hunyuan_v1_moe), OlmoeForCausalLM (olmoe), ApertusForCausalLM (apertus), "
     "Ernie4_5_MoeForCausalLM (ernie4_5_moe), "
@@ -704,6 +705,7 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   apply_gpt_config_names(j);      // models/gpt_decoders_config.h
   apply_dbrx_config_names(j);     // models/dbrx_config.h
   BRIGADE_RETURN_IF_ERROR(apply_chatglm_config(j));  // models/chatglm_config.h: as GlmForCausalLM
+  BRIGADE_RETURN_IF_ERROR(apply_alias_config(j));    // models/alias_configs.h: IQuestCoder, Solar Open
   bool seq_cls = false;
   BRIGADE_ASSIGN_OR_RETURN(std::string arch, detect_arch(j, seq_cls));
   ModelConfig c;
@@ -760,6 +762,10 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   c.bos_id = !j.contains("bos_token_id") && llama_defaults ? 1 : -1;
   BRIGADE_RETURN_IF_ERROR(read_int(j, "bos_token_id", c.bos_id, false));
   if (!j.contains("eos_token_id") && llama_defaults) c.eos_ids = {2};
+  if (c.arch == "cwm") {  // CwmConfig's (Llama 3's vocabulary)
+    if (!j.contains("bos_token_id")) c.bos_id = 128000;
+    if (!j.contains("eos_token_id")) c.eos_ids = {128001, 128008, 128009};
+  }
   BRIGADE_RETURN_IF_ERROR(read_eos(j, c.eos_ids));
   // LlamaMLP's mlp_bias (Seed-OSS's and Helium's read with their attention; Ernie 4.5's is use_bias); no other
   // family of the Llama decoder has MLP biases.

@@ -861,6 +861,21 @@ def fixtures():
             rope_scaling={"rope_type": "longrope", "original_max_position_embeddings": 256,
                           "short_factor": [1.0 + 0.37 * i for i in range(8)],
                           "long_factor": [2.0 + 0.5 * i for i in range(8)]})),
+        # Meta's CWM (CwmForCausalLM, facebook/cwm): Llama's layer, windows of 8 on the sliding layers
+        # (CwmConfig's default layer_types: layer 0 full, 1-3 sliding), llama3 scaling over 64.
+        "cwm": ("CwmConfig", "CwmForCausalLM", base_config(
+            num_hidden_layers=4, head_dim=16, sliding_window=8,
+            rope_parameters={"rope_type": "llama3", "rope_theta": 1000000.0, "factor": 16.0, "low_freq_factor": 1.0,
+                             "high_freq_factor": 4.0, "original_max_position_embeddings": 64})),
+        # IQuest-Coder-V1 (IQuestCoderForCausalLM; IQuestCoderConfig, run as LlamaForCausalLM), its
+        # config.json naming its own class (make_iquestcoder).
+        "iquestcoder": ("IQuestCoderConfig", "LlamaForCausalLM", base_config(head_dim=16)),
+        # Upstage Solar Open (SolarOpenForCausalLM): GLM-4.5's experts in every layer (8 in 2 groups,
+        # top 2 by sigmoid + selection bias within the best group, renormalised, times 2.5, one shared
+        # expert) behind Llama's attention, theta 1e6.
+        "solar_open": ("SolarOpenConfig", "SolarOpenForCausalLM", base_config(
+            head_dim=16, moe_intermediate_size=32, n_routed_experts=8, num_experts_per_tok=2, n_shared_experts=1,
+            n_group=2, topk_group=1, routed_scaling_factor=2.5, rope_theta=1000000.0, pad_token_id=0)),
     }
 
 
@@ -1059,6 +1074,17 @@ def make_minicpm(name, config_cls, model_cls, kw, seed):
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls} (the same weights; MiniCPM's config.json), fp32, eager attention, "
                                   f"seed {seed}", kw["vocab_size"], cases)
+
+
+def make_iquestcoder(name, config_cls, model_cls, kw, seed):
+    """make(), its config.json then naming IQuestCoderForCausalLM (the checkpoints' class; transformers
+    maps model_type iquestcoder to LlamaForCausalLM)."""
+    make(name, config_cls, model_cls, kw, seed)
+    path = OUT / name / "config.json"
+    c = json.loads(path.read_text())
+    assert c["model_type"] == "iquestcoder"
+    c["architectures"] = ["IQuestCoderForCausalLM"]
+    path.write_text(json.dumps(c, indent=2, sort_keys=True) + "\n")
 
 
 def exaone_hub_config(d, model):
@@ -1377,7 +1403,7 @@ def make(name, config_cls, model_cls, kw, seed, model=None):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone", "gpt")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("cwm", "iquestcoder", "solar", "deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone", "gpt")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 
@@ -1969,7 +1995,8 @@ def main():
                      "gemma3n_mm": make_gemma3n_mm,
                      "deepseek_v32": make_dsa, "glm_moe_dsa": make_dsa,
                      **{n: make_internlm for n in ("internlm2", "internlm2_bias", "internlm3")},
-                     "chatglm": make_chatglm, "minicpm": make_minicpm, "minicpm_longrope": make_minicpm}.get(name, make)
+                     "chatglm": make_chatglm, "minicpm": make_minicpm, "minicpm_longrope": make_minicpm,
+                     "iquestcoder": make_iquestcoder}.get(name, make)
             maker(name, config_cls, model_cls, kw, 1000 + seed)
     if not names or "gpt_oss_mxfp4" in names:  # from the gpt_oss fixture written above
         make_gpt_oss_mxfp4()

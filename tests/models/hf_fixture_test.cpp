@@ -61,7 +61,8 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                                            "gemma3n_mm", "gemma4_dense", "gemma4_e2b", "gemma4_moe", "gemma4_mm",
                                            "gpt_neox", "gpt_neox_sequential", "gptj", "gpt2", "gpt_bigcode",
                                            "gpt_bigcode_mha", "internlm2", "internlm2_bias", "internlm3",
-                                           "chatglm", "minicpm", "minicpm_longrope"));
+                                           "chatglm", "minicpm", "minicpm_longrope", "cwm", "iquestcoder",
+                                           "solar_open"));
 
 // FP8 checkpoints in the Hub's layouts, dequantized at load (scripts/make_fp8_fixtures.py): quant_method
 // fp8 with 32x32 blocks (Qwen3-FP8; GLM-4.5-FP8's experts too) and with 24x40 blocks partial at the tail (DeepSeek-V3),
@@ -360,7 +361,8 @@ TEST(HfFixtureConfig, SmolLM3sNopeAndGranitesMultipliersChangeTheResult) {
 // each piece where it applies: OLMo 3's window and its full layers' YaRN, EXAONE 4's window (and
 // with it the full layers' NoPE) and its llama3 scaling, GLM-4's partial rotation, Hunyuan's
 // NTK alpha and its norms after RoPE, the pair-wise RoPE of GLM-4 and ERNIE 4.5, OLMo's, OLMoE's
-// and DBRX's clip_qkv, DBRX's renormalised routing and its attn_config.rope_theta.
+// and DBRX's clip_qkv, DBRX's renormalised routing and its attn_config.rope_theta, CWM's windows
+// and layer types, Solar Open's whole-head RoPE.
 TEST(HfFixtureConfig, LlamaVariantsPiecesMoveTheLogits) {
   EXPECT_GT(max_diff_with_config("olmo3", [](nlohmann::json& j) { j["sliding_window"] = 64; }), 100 * kLogitTol);
   EXPECT_GT(max_diff_with_config("olmo3", [](nlohmann::json& j) { j["rope_parameters"]["full_attention"] = {{"rope_type", "default"}, {"rope_theta", 10000.0}}; }),
@@ -395,6 +397,17 @@ TEST(HfFixtureConfig, LlamaVariantsPiecesMoveTheLogits) {
   for (const char* name : {"glm4", "glm", "helium", "ernie4_5"})  // rotated as halves (Llama's rotate_half) instead
     EXPECT_GT(max_diff_with_rules(name, [](ModelConfig& c) { c.rope_style = RopeStyle::neox; }), 100 * kLogitTol) << name;
   EXPECT_GT(max_diff_with_rules("hunyuan_v1_dense", [](ModelConfig& c) { c.qk_norm_after_rope = false; }),
+            100 * kLogitTol);
+  // CWM: its window, and its default layer types (layer 0 full) over OLMo 3's (layer 3 full).
+  EXPECT_GT(max_diff_with_config("cwm", [](nlohmann::json& j) { j["sliding_window"] = nullptr; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("cwm", [](nlohmann::json& j) {
+              j["layer_types"] = {"sliding_attention", "sliding_attention", "sliding_attention", "full_attention"};
+            }),
+            100 * kLogitTol);
+  EXPECT_LT(max_diff_with_config("cwm", [](nlohmann::json& j) { j.erase("layer_types"); }), kLogitTol)
+      << "CwmConfig's default layer_types are the fixture's";
+  // Solar Open rotates whole heads: Glm4MoeConfig's half would move the logits.
+  EXPECT_GT(max_diff_with_config("solar_open", [](nlohmann::json& j) { j["partial_rotary_factor"] = 0.5; }),
             100 * kLogitTol);
 }
 

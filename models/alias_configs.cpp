@@ -1,0 +1,81 @@
+#include "models/alias_configs.h"
+
+#include "models/config_json.h"
+
+namespace brigade {
+
+using nlohmann::json;
+
+namespace {
+
+// `key` set to `value` where config.json lacks it (or holds null).
+void default_to(json& j, const char* key, const json& value) {
+  if (auto it = j.find(key); it == j.end() || it->is_null()) j[key] = value;
+}
+
+bool names(const json& j, const char* cls, const char* type) {
+  const std::string a = config_architecture(j);
+  return a.empty() ? config_model_type(j) == type : a == cls;
+}
+
+Status iquestcoder(json& j) {
+  if (auto clip = j.find("clip_qkv"); clip != j.end() && !clip->is_null())
+    return unsupported("config.json: clip_qkv is not supported for IQuestCoderForCausalLM (transformers refuses it too)");
+  bool sliding = false;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "use_sliding_window", sliding));
+  if (sliding)
+    return unsupported("config.json: use_sliding_window true is not supported for IQuestCoderForCausalLM (transformers "
+                       "refuses it too)");
+  for (const auto& [key, value] : {std::pair<const char*, json>{"vocab_size", 76800}, {"hidden_size", 5120},
+                                   {"intermediate_size", 27648}, {"num_hidden_layers", 80}, {"num_attention_heads", 40},
+                                   {"num_key_value_heads", 8}, {"max_position_embeddings", 131072},
+                                   {"rms_norm_eps", 1e-5}, {"head_dim", 128}, {"bos_token_id", 1}, {"eos_token_id", 2}})
+    default_to(j, key, value);
+  j["architectures"] = json::array({"LlamaForCausalLM"});
+  j["model_type"] = "llama";
+  j.erase("sliding_window");  // LlamaConfig has none; IQuestCoder's applies only with use_sliding_window
+  return Status::ok();
+}
+
+Status solar_open(json& j) {
+  if (auto it = j.find("num_local_experts"); it != j.end() && !j.contains("n_routed_experts")) j["n_routed_experts"] = *it;
+  for (const auto& [key, value] :
+       {std::pair<const char*, json>{"vocab_size", 196608}, {"moe_intermediate_size", 1280}, {"num_hidden_layers", 48},
+        {"num_attention_heads", 64}, {"head_dim", 128}, {"num_experts_per_tok", 8}, {"hidden_size", 4096},
+        {"num_key_value_heads", 8}, {"n_routed_experts", 128}, {"n_shared_experts", 1}, {"n_group", 1},
+        {"topk_group", 1}, {"routed_scaling_factor", 1.0}, {"norm_topk_prob", true},
+        {"max_position_embeddings", 131072}, {"rms_norm_eps", 1e-5}})
+    default_to(j, key, value);
+  // Every layer sparse, Llama's attention (no q/k norms), no MTP; the whole head rotated unless the
+  // rope parameters name a partial factor (SolarOpenConfig does not set Glm4MoeConfig's 0.5).
+  for (const char* key : {"first_k_dense_replace", "use_qk_norm", "num_nextn_predict_layers"}) {
+    const auto it = j.find(key);
+    if (it != j.end() && !it->is_null() && *it != json(0) && *it != json(false))
+      return unsupported(std::string("config.json: ") + key + " " + it->dump() + " is not supported for SolarOpenForCausalLM "
+                         "(SolarOpenConfig has no such field: every layer is sparse, without q/k norms or MTP layers)");
+  }
+  j["first_k_dense_replace"] = 0;
+  j["use_qk_norm"] = false;
+  j["num_nextn_predict_layers"] = 0;
+  default_to(j, "intermediate_size", j["moe_intermediate_size"]);  // no dense layer reads it
+  bool partial = j.contains("partial_rotary_factor");
+  for (const char* key : {"rope_parameters", "rope_scaling"})
+    if (auto it = j.find(key); it != j.end() && it->is_object() && it->contains("partial_rotary_factor")) partial = true;
+  if (!partial) j["partial_rotary_factor"] = 1.0;
+  if (!j.contains("rope_theta") && !(j.contains("rope_parameters") && j["rope_parameters"].is_object() &&
+                                     j["rope_parameters"].contains("rope_theta")))
+    j["rope_theta"] = 1000000.0;  // SolarOpenConfig's default_theta
+  j["architectures"] = json::array({"Glm4MoeForCausalLM"});
+  j["model_type"] = "glm4_moe";
+  return Status::ok();
+}
+
+}  // namespace
+
+Status apply_alias_config(json& j) {
+  if (names(j, "IQuestCoderForCausalLM", "iquestcoder")) return iquestcoder(j);
+  if (names(j, "SolarOpenForCausalLM", "solar_open")) return solar_open(j);
+  return Status::ok();
+}
+
+}  // namespace brigade

@@ -1,0 +1,96 @@
+// Architectures read as another's config (models/alias_configs.h): IQuest-Coder as Llama, Solar Open
+// as GLM-4.5's MoE, with their defaults and refusals; and CWM's defaults. The logits against
+// transformers are HfFixture's iquestcoder, solar_open and cwm (tests/models/hf_fixture_test.cpp).
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hf_fixture.h"
+#include "models/mapped_file.h"
+#include "models/model_config.h"
+
+namespace brigade {
+namespace {
+
+nlohmann::json fixture_config(const std::string& name) {
+  auto text = read_text_file(testing::fixture_dir(name) + "/config.json");
+  EXPECT_TRUE(text.has_value()) << text.status().to_string();
+  return text ? nlohmann::json::parse(*text) : nlohmann::json();
+}
+
+void expect_refused(const nlohmann::json& base, const std::vector<std::pair<std::function<void(nlohmann::json&)>, const char*>>& edits) {
+  for (const auto& [edit, field] : edits) {
+    nlohmann::json j = base;
+    edit(j);
+    const Status st = parse_hf_config(j.dump()).status();
+    EXPECT_FALSE(st.is_ok()) << field;
+    EXPECT_NE(st.message().find(field), std::string::npos) << st.message();
+  }
+}
+
+TEST(AliasConfigs, IQuestCoderIsLlama) {
+  auto c = parse_hf_config(fixture_config("iquestcoder").dump());
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "llama");
+  EXPECT_EQ(c->head_dim, 16);
+  EXPECT_EQ(c->sliding_window, 0);
+  auto d = parse_hf_config(nlohmann::json{{"model_type", "iquestcoder"}}.dump());  // IQuestCoderConfig's defaults
+  ASSERT_TRUE(d.has_value()) << d.status().to_string();
+  EXPECT_EQ(d->n_layers, 80);
+  EXPECT_EQ(d->hidden_size, 5120);
+  EXPECT_EQ(d->n_kv_heads, 8);
+  EXPECT_EQ(d->vocab_size, 76800);
+  expect_refused(fixture_config("iquestcoder"), {{[](nlohmann::json& j) { j["clip_qkv"] = 8; }, "clip_qkv"},
+                                                 {[](nlohmann::json& j) { j["use_sliding_window"] = true; }, "use_sliding_window"}});
+}
+
+TEST(AliasConfigs, SolarOpenIsGlm45sExpertsBehindLlamasAttention) {
+  auto c = parse_hf_config(fixture_config("solar_open").dump());
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "glm4_moe");
+  EXPECT_EQ(c->first_k_dense_replace, 0) << "every layer sparse";
+  EXPECT_FALSE(c->qk_norm);
+  EXPECT_EQ(c->rope_dims(), c->head_dim) << "whole heads rotated";
+  EXPECT_EQ(c->n_experts, 8);
+  EXPECT_EQ(c->n_group, 2);
+  EXPECT_FLOAT_EQ(c->routed_scaling_factor, 2.5f);
+  EXPECT_EQ(c->n_mtp_layers, 0);
+  nlohmann::json aliased = fixture_config("solar_open");
+  aliased.erase("n_routed_experts");
+  aliased["num_local_experts"] = 8;
+  auto a = parse_hf_config(aliased.dump());
+  ASSERT_TRUE(a.has_value()) << a.status().to_string();
+  EXPECT_EQ(a->n_experts, 8) << "num_local_experts is n_routed_experts' other name";
+  expect_refused(fixture_config("solar_open"),
+                 {{[](nlohmann::json& j) { j["first_k_dense_replace"] = 1; }, "first_k_dense_replace"},
+                  {[](nlohmann::json& j) { j["use_qk_norm"] = true; }, "use_qk_norm"},
+                  {[](nlohmann::json& j) { j["num_nextn_predict_layers"] = 1; }, "num_nextn_predict_layers"}});
+}
+
+TEST(AliasConfigs, CwmWindowsAndDefaults) {
+  auto c = parse_hf_config(fixture_config("cwm").dump());
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "cwm");
+  EXPECT_EQ(c->sliding_window, 8);
+  EXPECT_EQ(c->sliding_layers, (std::vector<bool>{false, true, true, true}));
+  EXPECT_EQ(c->rope_scaling.type, RopeScalingType::llama3);
+  nlohmann::json bare = {{"architectures", {"CwmForCausalLM"}}, {"hidden_size", 64}, {"num_hidden_layers", 8},
+                         {"num_attention_heads", 4}, {"intermediate_size", 128}, {"vocab_size", 128256}};
+  auto d = parse_hf_config(bare.dump());
+  ASSERT_TRUE(d.has_value()) << d.status().to_string();
+  EXPECT_EQ(d->sliding_window, 8192) << "CwmConfig's default";
+  EXPECT_EQ(d->sliding_layers, (std::vector<bool>{false, true, true, true, false, true, true, true}));
+  EXPECT_EQ(d->bos_id, 128000);
+  EXPECT_EQ(d->eos_ids, (std::vector<int>{128001, 128008, 128009}));
+  bare["sliding_window"] = nullptr;
+  d = parse_hf_config(bare.dump());
+  ASSERT_TRUE(d.has_value()) << d.status().to_string();
+  EXPECT_EQ(d->sliding_window, 0);
+}
+
+}  // namespace
+}  // namespace brigade
