@@ -1,6 +1,9 @@
 #include "models/alias_configs.h"
 
+#include <string_view>
+
 #include "models/config_json.h"
+#include "models/fused_rows.h"
 
 namespace brigade {
 
@@ -70,12 +73,89 @@ Status solar_open(json& j) {
   return Status::ok();
 }
 
+Status minicpm5_moe(json& j) {
+  bool gated = true;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "use_gated_attention", gated));
+  if (!gated)
+    return unsupported("config.json: use_gated_attention false is not supported for MiniCPM5MoeForCausalLM "
+                       "(transformers refuses it too)");
+  bool bias = false;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "attention_bias", bias));
+  if (bias)
+    return unsupported("config.json: attention_bias true is not supported for MiniCPM5MoeForCausalLM (its o_proj would "
+                       "carry a bias too); no released checkpoint sets it");
+  for (const char* key : {"use_qk_norm", "num_nextn_predict_layers"}) {
+    const auto it = j.find(key);
+    if (it != j.end() && !it->is_null() && *it != json(0) && *it != json(false))
+      return unsupported(std::string("config.json: ") + key + " " + it->dump() + " is not supported for "
+                         "MiniCPM5MoeForCausalLM (MiniCPM5MoeConfig has no such field)");
+  }
+  if (auto it = j.find("num_local_experts"); it != j.end() && !j.contains("n_routed_experts")) j["n_routed_experts"] = *it;
+  for (const auto& [key, value] :
+       {std::pair<const char*, json>{"vocab_size", 130560}, {"hidden_size", 2048}, {"intermediate_size", 8192},
+        {"num_hidden_layers", 28}, {"num_attention_heads", 32}, {"num_key_value_heads", 2}, {"head_dim", 128},
+        {"max_position_embeddings", 524288}, {"rms_norm_eps", 1e-6}, {"n_routed_experts", 160},
+        {"routed_scaling_factor", 3.66}, {"num_experts_per_tok", 16}, {"moe_intermediate_size", 512},
+        {"n_shared_experts", 1}, {"n_group", 1}, {"topk_group", 1}, {"norm_topk_prob", true}, {"bos_token_id", 0},
+        {"eos_token_id", json::array({1, 130073})}, {"pad_token_id", 1}})
+    default_to(j, key, value);
+  j["use_qk_norm"] = false;
+  j["num_nextn_predict_layers"] = 0;
+  j["use_gated_attention"] = true;
+  bool partial = j.contains("partial_rotary_factor");
+  for (const char* key : {"rope_parameters", "rope_scaling"})
+    if (auto it = j.find(key); it != j.end() && it->is_object() && it->contains("partial_rotary_factor")) partial = true;
+  if (!partial) j["partial_rotary_factor"] = 1.0;
+  if (!j.contains("rope_theta") && !(j.contains("rope_parameters") && j["rope_parameters"].is_object() &&
+                                     j["rope_parameters"].contains("rope_theta")))
+    j["rope_theta"] = 5000000.0;  // MiniCPM5MoeConfig's default_theta
+  j["architectures"] = json::array({"Glm4MoeForCausalLM"});
+  j["model_type"] = "glm4_moe";
+  return Status::ok();
+}
+
 }  // namespace
 
 Status apply_alias_config(json& j) {
   if (names(j, "IQuestCoderForCausalLM", "iquestcoder")) return iquestcoder(j);
   if (names(j, "SolarOpenForCausalLM", "solar_open")) return solar_open(j);
+  // (its first configs' spelling, which MiniCPM5MoeConfig renames)
+  if (names(j, "MiniCPM5MoeForCausalLM", "minicpm5_moe") || config_architecture(j) == "MiniCPM5MoEForCausalLM")
+    return minicpm5_moe(j);
   return Status::ok();
+}
+
+Expected<std::map<std::string, RawTensor>> split_q_gate_proj(const ModelConfig& c, std::map<std::string, RawTensor> tensors,
+                                                             std::vector<std::vector<uint8_t>>& arena) {
+  const int64_t hd = c.head_dim, heads = c.n_heads;
+  std::vector<RowRange> q_rows, gate_rows;
+  for (int64_t h = 0; h < heads; ++h) {
+    q_rows.push_back({2 * h * hd, hd});
+    gate_rows.push_back({(2 * h + 1) * hd, hd});
+  }
+  std::map<std::string, RawTensor> out;
+  for (auto& [name, t] : tensors) {
+    // The Hub's checkpoints store it as q_proj (transformers renames it q_gate_proj on load and back).
+    const std::string_view part = name.find(".self_attn.q_gate_proj.") != std::string::npos ? ".self_attn.q_gate_proj."
+                                  : name.find(".self_attn.q_proj.") != std::string::npos    ? ".self_attn.q_proj."
+                                                                                            : "";
+    if (part.empty()) {
+      out.insert_or_assign(name, std::move(t));
+      continue;
+    }
+    const size_t at = name.find(part);
+    const bool weight = name.ends_with(".weight");
+    const bool float_type = !t.block_quantized() && (t.dtype == DType::f32 || t.dtype == DType::bf16 || t.dtype == DType::f16);
+    if (t.shape.empty() || t.shape[0] != 2 * heads * hd || t.shape.size() != (weight ? 2u : 1u) ||
+        (weight && t.shape[1] != c.hidden_size) || !float_type)
+      return corrupt(t.file + ": tensor '" + name + "' is " + t.type_name() + " " + t.shape_string() +
+                     "; MiniCPM 5's q_proj (q_gate_proj) needs a float tensor of " + std::to_string(2 * heads * hd) +
+                     " rows (each head's q then its gate)" + (weight ? " by hidden " + std::to_string(c.hidden_size) : ""));
+    const std::string head = name.substr(0, at) + ".self_attn.", tail = name.substr(at + part.size());
+    out.insert_or_assign(head + "q_proj." + tail, take_rows(t, q_rows, head + "q_proj." + tail, arena));
+    out.insert_or_assign(head + "gate_proj." + tail, take_rows(t, gate_rows, head + "gate_proj." + tail, arena));
+  }
+  return out;
 }
 
 }  // namespace brigade

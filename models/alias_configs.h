@@ -9,17 +9,38 @@
 //     experts, routed_scaling_factor) in every layer behind Llama's attention: as
 //     Glm4MoeForCausalLM with first_k_dense_replace 0, no q/k norms, whole heads rotated unless
 //     partial_rotary_factor says otherwise, no MTP layers, SolarOpenConfig's defaults
-//     (num_local_experts is n_routed_experts' other name).
+//     (num_local_experts is n_routed_experts' other name);
+//   MiniCPM5MoeForCausalLM (minicpm5_moe: OpenBMB MiniCPM 5 MoE; MiniCPM5MoeConfig over Glm4MoeConfig):
+//     DeepSeek-V3's / GLM-4.5's experts (sigmoid routing with the selection bias, groups, shared
+//     experts, routed_scaling_factor) on the layers mlp_layer_types calls sparse, a SwiGLU on the
+//     dense ones, behind Llama's attention with an output gate: q_proj holds each head's q rows
+//     then its gate rows (split at open: split_q_gate_proj), and the attention's output is multiplied
+//     by sigmoid(gate) before o_proj (use_gated_attention, which must be true); whole heads rotated
+//     (theta 5e6 by default); as Glm4MoeForCausalLM with use_gated_attention, no q/k norms, no MTP.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "core/status.h"
+#include "models/model_config.h"
+#include "models/raw_tensor.h"
 
 namespace brigade {
 
 // Rewrites an aliased architecture's config.json in place (above); any other is left unchanged.
 // The refusals name the field.
 Status apply_alias_config(nlohmann::json& j);
+
+// MiniCPM 5's self_attn.q_proj (the Hub's name; transformers' q_gate_proj, taken too: weight
+// [2 H hd, hidden] or bias [2 H hd], head h's q rows then its gate rows) as self_attn.q_proj and
+// self_attn.gate_proj, copied into `arena` (kept alive by the
+// caller: models/checkpoint.h); other tensors pass through. corrupt, naming the tensor, for another
+// shape or a quantized one.
+Expected<std::map<std::string, RawTensor>> split_q_gate_proj(const ModelConfig& c, std::map<std::string, RawTensor> tensors,
+                                                             std::vector<std::vector<uint8_t>>& arena);
 
 }  // namespace brigade

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "models/classic_decoders_config.h"
+#include "models/alias_configs.h"
 #include "models/chatglm_config.h"
 #include "models/dbrx_config.h"
 #include "models/internlm_config.h"
@@ -95,6 +96,9 @@ Status Checkpoint::open_directory() {
   if (config_.arch == "glm") {  // ChatGLM's names and its query_key_value (models/chatglm_config.h)
     BRIGADE_ASSIGN_OR_RETURN(tensors_, chatglm_tensors(int64_t{config_.n_heads} * config_.head_dim,
                                                        int64_t{config_.n_kv_heads} * config_.head_dim, std::move(tensors_)));
+  }
+  if (config_.arch == "glm4_moe" && config_.attn_gate) {  // MiniCPM 5's q|gate per head (models/alias_configs.h)
+    BRIGADE_ASSIGN_OR_RETURN(tensors_, split_q_gate_proj(config_, std::move(tensors_), derived_));
   }
   if (config_.arch == "internlm2") {  // InternLM2's names and its wqkv per KV group (models/internlm_config.h)
     BRIGADE_ASSIGN_OR_RETURN(tensors_, internlm2_tensors(config_, std::move(tensors_), derived_));

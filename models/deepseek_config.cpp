@@ -320,6 +320,9 @@ Status read_deepseek(const json& j, ModelConfig& c) {
 Status read_glm4_moe(const json& j, ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(read_silu(j));
   BRIGADE_RETURN_IF_ERROR(read_experts(j, c, kGlm4MoeDefaults));
+  // MiniCPM 5's (models/alias_configs.h): dense layers by mlp_layer_types, the output gate.
+  if (j.contains("mlp_layer_types")) BRIGADE_RETURN_IF_ERROR(read_mlp_layer_types(j, c, c.first_k_dense_replace));
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "use_gated_attention", c.attn_gate));
   BRIGADE_RETURN_IF_ERROR(read_mtp_layers(j, c));
   return read_sigmoid_routing(j, c);
 }

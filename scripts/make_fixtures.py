@@ -876,6 +876,13 @@ def fixtures():
         "solar_open": ("SolarOpenConfig", "SolarOpenForCausalLM", base_config(
             head_dim=16, moe_intermediate_size=32, n_routed_experts=8, num_experts_per_tok=2, n_shared_experts=1,
             n_group=2, topk_group=1, routed_scaling_factor=2.5, rope_theta=1000000.0, pad_token_id=0)),
+        # OpenBMB MiniCPM 5 MoE (MiniCPM5MoeForCausalLM): DeepSeek-V3's experts (8 in 2 groups, top 2,
+        # times 3.66, one shared) on the sparse layers of mlp_layer_types (dense, sparse, dense, sparse),
+        # Llama's attention with a per-head output gate from q_gate_proj, theta 5e6.
+        "minicpm5_moe": ("MiniCPM5MoeConfig", "MiniCPM5MoeForCausalLM", base_config(
+            num_hidden_layers=4, head_dim=16, moe_intermediate_size=32, n_routed_experts=8, num_experts_per_tok=2,
+            n_shared_experts=1, n_group=2, topk_group=1, routed_scaling_factor=3.66, pad_token_id=0,
+            mlp_layer_types=["dense", "sparse", "dense", "sparse"])),
     }
 
 
@@ -1403,7 +1410,7 @@ def make(name, config_cls, model_cls, kw, seed, model=None):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("cwm", "iquestcoder", "solar", "deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone", "gpt")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("cwm", "iquestcoder", "solar", "minicpm", "deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone", "gpt")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 

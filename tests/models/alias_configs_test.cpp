@@ -92,5 +92,30 @@ TEST(AliasConfigs, CwmWindowsAndDefaults) {
   EXPECT_EQ(d->sliding_window, 0);
 }
 
+TEST(AliasConfigs, MiniCPM5MoeIsGlm45sExpertsBehindGatedAttention) {
+  auto c = parse_hf_config(fixture_config("minicpm5_moe").dump());
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "glm4_moe");
+  EXPECT_TRUE(c->attn_gate);
+  EXPECT_FALSE(c->qk_norm);
+  EXPECT_EQ(c->first_k_dense_replace, 1);
+  EXPECT_EQ(c->mlp_only_layers, std::vector<int>{2}) << "mlp_layer_types: dense, sparse, dense, sparse";
+  EXPECT_EQ(c->n_moe_layers(), 2);
+  EXPECT_FLOAT_EQ(c->routed_scaling_factor, 3.66f);
+  EXPECT_EQ(c->rope_dims(), c->head_dim);
+  auto d = parse_hf_config(nlohmann::json{{"architectures", {"MiniCPM5MoEForCausalLM"}}}.dump());  // its first spelling
+  ASSERT_TRUE(d.has_value()) << d.status().to_string();
+  EXPECT_EQ(d->n_layers, 28);
+  EXPECT_EQ(d->n_experts, 160);
+  EXPECT_EQ(d->n_experts_per_tok, 16);
+  EXPECT_FLOAT_EQ(d->rope_theta, 5e6f);
+  EXPECT_EQ(d->bos_id, 0);
+  EXPECT_EQ(d->eos_ids, (std::vector<int>{1, 130073}));
+  expect_refused(fixture_config("minicpm5_moe"),
+                 {{[](nlohmann::json& j) { j["use_gated_attention"] = false; }, "use_gated_attention"},
+                  {[](nlohmann::json& j) { j["attention_bias"] = true; }, "attention_bias"},
+                  {[](nlohmann::json& j) { j["use_qk_norm"] = true; }, "use_qk_norm"}});
+}
+
 }  // namespace
 }  // namespace brigade
