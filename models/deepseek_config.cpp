@@ -312,6 +312,13 @@ Status read_deepseek(const json& j, ModelConfig& c) {
     BRIGADE_RETURN_IF_ERROR(read_mtp_layers(j, c));
     return read_sigmoid_routing(j, c);
   }
+  if (c.arch == "youtu") {  // YoutuConfig: DeepseekV3Attention's MLA (its defaults) over dense SwiGLU layers
+    BRIGADE_RETURN_IF_ERROR(read_mla(j, c, kDeepseekMla, /*interleave_key=*/true));
+    c.n_experts = 0;
+    c.first_k_dense_replace = c.n_layers;
+    c.n_mtp_layers = 0;
+    return Status::ok();
+  }
   const bool v3 = c.arch == "deepseek_v3";
   BRIGADE_RETURN_IF_ERROR(read_mla(j, c, kDeepseekMla, /*interleave_key=*/v3));
   return read_routing(j, c, v3);
@@ -371,6 +378,7 @@ Status validate_deepseek(const ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(positive("qk_rope_head_dim", c.qk_rope_head_dim));
   BRIGADE_RETURN_IF_ERROR(positive("v_head_dim", c.v_head_dim));
   if (c.q_lora_rank < 0) return invalid_argument("model config: q_lora_rank must be > 0 or null");
+  if (c.arch == "youtu") return Status::ok();  // no experts
   return validate_grouped_moe(c);
 }
 

@@ -51,7 +51,7 @@ constexpr const char* kSupported =
     "Qwen3NextForCausalLM (qwen3_next), Qwen3_5ForCausalLM (qwen3_5_text), Qwen3_5MoeForCausalLM (qwen3_5_moe_text), "
     "Lfm2ForCausalLM (lfm2), Lfm2MoeForCausalLM (lfm2_moe), FalconH1ForCausalLM (falcon_h1), KimiLinearForCausalLM (kimi_linear), LongcatFlashForCausalLM (longcat_flash), MiniMaxForCausalLM (minimax), SmolLM3ForCausalLM "
     "(smollm3), GraniteForCausalLM (granite), GraniteMoeForCausalLM (granitemoe), GraniteMoeSharedForCausalLM "
-    "(granitemoeshared), IQuestCoderForCausalLM (as llama), SolarOpenForCausalLM and MiniCPM5MoeForCausalLM (as glm4_moe), CwmForCausalLM (cwm), DbrxForCausalLM (dbrx), InternLM2ForCausalLM (internlm2), InternLM3ForCausalLM (internlm3), MiniCPMForCausalLM (minicpm), OlmoForCausalLM (olmo), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
+    "(granitemoeshared), YoutuForCausalLM (youtu), IQuestCoderForCausalLM (as llama), SolarOpenForCausalLM and MiniCPM5MoeForCausalLM (as glm4_moe), CwmForCausalLM (cwm), DbrxForCausalLM (dbrx), InternLM2ForCausalLM (internlm2), InternLM3ForCausalLM (internlm3), MiniCPMForCausalLM (minicpm), OlmoForCausalLM (olmo), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
     "(exaone4), Glm4ForCausalLM (glm4), GlmForCausalLM (glm; also the remote-code ChatGLMModel layout), HeliumForCausalLM (helium), SeedOssForCausalLM (seed_oss), Ernie4_5ForCausalLM (ernie4_5), "
     "HunYuanDenseV1ForCausalLM (hunyuan_v1_dense), HunYuanMoEV1ForCausalLM (hunyuan_v1_moe), OlmoeForCausalLM (olmoe), ApertusForCausalLM (apertus), "
     "Ernie4_5_MoeForCausalLM (ernie4_5_moe), "
@@ -65,10 +65,12 @@ constexpr const char* kSupported =
     "ExaoneForCausalLM (exaone), FlexOlmoForCausalLM (flex_olmo), GPTNeoXForCausalLM (gpt_neox), "
     "GPTJForCausalLM (gptj), GPT2LMHeadModel (gpt2), GPTBigCodeForCausalLM (gpt_bigcode)";
 
-// DeepSeek's MLA family (models/deepseek.h): V2, V3 and its descendants Mistral Small 4 and GLM-4.7-Flash.
+// DeepSeek's MLA family (models/deepseek.h): V2, V3 and its descendants Mistral Small 4, GLM-4.7-Flash and
+// Youtu-LLM.
 bool is_deepseek(const std::string& arch) {
   return arch == "deepseek_v2" || arch == "deepseek_v3" || arch == "mistral4" || arch == "glm4_moe_lite" ||
-         arch == "deepseek_v32" || arch == "glm_moe_dsa";  // the last two with DSA's indexer
+         arch == "deepseek_v32" || arch == "glm_moe_dsa" ||  // these two with DSA's indexer
+         arch == "youtu";  // Youtu-LLM: MLA over dense layers
 }
 
 // GLM-4.5 / 4.6 (Glm4MoeForCausalLM): GQA attention beside DeepSeek-V3's MoE (models/deepseek_config.h).
@@ -116,6 +118,7 @@ Expected<std::string> detect_arch(const json& j, bool& seq_cls) {
   if (arch_name == "Glm4MoeLiteForCausalLM") return std::string("glm4_moe_lite");
   if (arch_name == "DeepseekV32ForCausalLM") return std::string("deepseek_v32");
   if (arch_name == "GlmMoeDsaForCausalLM") return std::string("glm_moe_dsa");
+  if (arch_name == "YoutuForCausalLM" || (arch_name.empty() && model_type == "youtu")) return std::string("youtu");
   if (arch_name == "Phi3ForCausalLM") return std::string("phi3");
   if (arch_name == "Gemma2ForCausalLM") return std::string("gemma2");
   if (arch_name == "Gemma3ForCausalLM") return std::string("gemma3_text");
@@ -729,7 +732,7 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   BRIGADE_RETURN_IF_ERROR(read_rope(j, c));
   // Gemma2Config / Gemma3TextConfig and SmolLM3Config tie by default; the Hub's configs may omit the field.
   c.tie_embeddings = is_gemma(c.arch) || c.arch == "smollm3" || c.arch == "ernie4_5" ||
-                     c.arch == "ernie4_5_moe";  // Ernie4_5(_Moe)Config's too
+                     c.arch == "ernie4_5_moe" || c.arch == "youtu";  // Ernie4_5(_Moe)Config's and YoutuConfig's too
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "tie_word_embeddings", c.tie_embeddings));
   // A classifier checkpoint stores score.weight, no lm_head: the decoder's head is its embedding,
   // so every path that computes logits stays well-formed; the engine refuses to generate with it.
@@ -762,9 +765,9 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   c.bos_id = !j.contains("bos_token_id") && llama_defaults ? 1 : -1;
   BRIGADE_RETURN_IF_ERROR(read_int(j, "bos_token_id", c.bos_id, false));
   if (!j.contains("eos_token_id") && llama_defaults) c.eos_ids = {2};
-  if (c.arch == "cwm") {  // CwmConfig's (Llama 3's vocabulary)
+  if (c.arch == "cwm" || c.arch == "youtu") {  // CwmConfig's and YoutuConfig's (Llama 3's vocabulary's ids)
     if (!j.contains("bos_token_id")) c.bos_id = 128000;
-    if (!j.contains("eos_token_id")) c.eos_ids = {128001, 128008, 128009};
+    if (!j.contains("eos_token_id")) c.eos_ids = c.arch == "cwm" ? std::vector<int>{128001, 128008, 128009} : std::vector<int>{128001};
   }
   BRIGADE_RETURN_IF_ERROR(read_eos(j, c.eos_ids));
   // LlamaMLP's mlp_bias (Seed-OSS's and Helium's read with their attention; Ernie 4.5's is use_bias); no other

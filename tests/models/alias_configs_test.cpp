@@ -1,6 +1,8 @@
 // Architectures read as another's config (models/alias_configs.h): IQuest-Coder as Llama, Solar Open
-// as GLM-4.5's MoE, with their defaults and refusals; and CWM's defaults. The logits against
-// transformers are HfFixture's iquestcoder, solar_open and cwm (tests/models/hf_fixture_test.cpp).
+// and MiniCPM 5 MoE as GLM-4.5's MoE, with their defaults and refusals; and CWM's and Youtu-LLM's
+// defaults. The logits against
+// transformers are HfFixture's iquestcoder, solar_open, minicpm5_moe, cwm and youtu
+// (tests/models/hf_fixture_test.cpp).
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -115,6 +117,26 @@ TEST(AliasConfigs, MiniCPM5MoeIsGlm45sExpertsBehindGatedAttention) {
                  {{[](nlohmann::json& j) { j["use_gated_attention"] = false; }, "use_gated_attention"},
                   {[](nlohmann::json& j) { j["attention_bias"] = true; }, "attention_bias"},
                   {[](nlohmann::json& j) { j["use_qk_norm"] = true; }, "use_qk_norm"}});
+}
+
+// Youtu-LLM (YoutuForCausalLM): DeepSeek-V3's MLA with its defaults over dense layers, tied by default.
+TEST(AliasConfigs, YoutuIsMlaOverDenseLayers) {
+  auto c = parse_hf_config(fixture_config("youtu").dump());
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "youtu");
+  EXPECT_EQ(c->n_moe_layers(), 0);
+  EXPECT_EQ(c->kv_lora_rank, 16);
+  EXPECT_EQ(c->rope_style, RopeStyle::interleaved) << "rope_interleave";
+  EXPECT_TRUE(c->tie_embeddings);
+  nlohmann::json bare = {{"architectures", {"YoutuForCausalLM"}}, {"hidden_size", 64}, {"num_hidden_layers", 2},
+                         {"num_attention_heads", 4}, {"intermediate_size", 128}, {"vocab_size", 128256}};
+  auto d = parse_hf_config(bare.dump());
+  ASSERT_TRUE(d.has_value()) << d.status().to_string();
+  EXPECT_TRUE(d->tie_embeddings) << "YoutuConfig's default";
+  EXPECT_EQ(d->q_lora_rank, 1536) << "DeepseekV3Config's MLA defaults";
+  EXPECT_EQ(d->kv_lora_rank, 512);
+  EXPECT_EQ(d->bos_id, 128000);
+  EXPECT_EQ(d->eos_ids, std::vector<int>{128001});
 }
 
 }  // namespace
