@@ -24,7 +24,7 @@ Status read_int_or(const json& j, const char* key, int fallback, int& out) {
 struct MlaDefaults {
   int q_lora, kv_lora, nope, rope, v;
 };
-constexpr MlaDefaults kDeepseekMla{0, 512, 128, 64, 128};
+constexpr MlaDefaults kDeepseekMla{1536, 512, 128, 64, 128};  // DeepseekV2Config's and V3Config's (YoutuConfig's too)
 constexpr MlaDefaults kMistral4Mla{1024, 256, 64, 64, 128};
 constexpr MlaDefaults kGlm4MoeLiteMla{768, 512, 192, 64, 256};
 constexpr MlaDefaults kDeepseekV32Mla{1536, 512, 128, 64, 128};
