@@ -281,18 +281,27 @@ Status DeepseekModel::forward(const StepBatch& batch, const KvCache& kv, const T
   const Tensor normed = scratch_.normed.tensor.rows(0, n);
   const Tensor delta = scratch_.delta.tensor.rows(0, n);
   backend_.embedding(ends_.embed.tensor, ints_.tokens(batch), residual);
+  // MiniCPM 3's muP scalings (ModelConfig's Granite multipliers; 0 or 1: none): the embeddings,
+  // each sublayer's output before its residual add, the logits.
+  const float emb = config_.embedding_multiplier, res = config_.residual_multiplier;
+  if (emb > 0.0f && emb != 1.0f) backend_.scale(residual, emb);
+  auto scaled = [&](Status st) {
+    if (st.is_ok() && res > 0.0f && res != 1.0f) backend_.scale(delta, res);
+    return st;
+  };
   for (int l = 0; l < config_.n_layers; ++l) {
     const DeepseekLayer& layer = layers_[static_cast<size_t>(l)];
     if (l == 0) backend_.rms_norm(residual, layer.attn_norm.tensor, config_.rms_eps, normed);
     else backend_.add_rms_norm(residual, delta, layer.attn_norm.tensor, config_.rms_eps, normed);
-    BRIGADE_RETURN_IF_ERROR(run_attention(layer.attn, kv.layer(l), meta, n, config_.dsa.enabled() ? &kv : nullptr, l));
+    BRIGADE_RETURN_IF_ERROR(scaled(run_attention(layer.attn, kv.layer(l), meta, n, config_.dsa.enabled() ? &kv : nullptr, l)));
     backend_.add_rms_norm(residual, delta, layer.mlp_norm.tensor, config_.rms_eps, normed);
-    BRIGADE_RETURN_IF_ERROR(run_mlp(layer, n));
+    BRIGADE_RETURN_IF_ERROR(scaled(run_mlp(layer, n)));
   }
   const int64_t r = static_cast<int64_t>(batch.logit_rows.size()), h = static_cast<int64_t>(batch.hidden_rows.size());
   if (r == 0 && h == 0) return Status::ok();
   ends_.logits(backend_, config_, residual, delta, normed, scratch_.selected.tensor.rows(0, r), ints_.logit_rows(r), logits,
                ints_.hidden_rows(h), batch.hidden);
+  if (const float s = config_.logits_multiplier(); r > 0 && s != 1.0f) backend_.scale(logits, s);
   return Status::ok();
 }
 

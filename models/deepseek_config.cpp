@@ -295,6 +295,23 @@ Status read_dsa_model(const json& j, ModelConfig& c) {
 
 }  // namespace
 
+// MiniCPM 3's muP scalings as Granite's multipliers: scale_emb (12), scale_depth / sqrt(layers) (1.4;
+// null: 1), hidden / dim_model_base (256; null: 1).
+static Status read_minicpm3_scalings(const json& j, ModelConfig& c) {
+  float scale_emb = 12.0f, scale_depth = 1.4f, dim_model_base = 256.0f;
+  const bool depth_null = j.contains("scale_depth") && j["scale_depth"].is_null();
+  const bool base_null = j.contains("dim_model_base") && j["dim_model_base"].is_null();
+  BRIGADE_RETURN_IF_ERROR(read_float(j, "scale_emb", scale_emb));
+  BRIGADE_RETURN_IF_ERROR(read_float(j, "scale_depth", scale_depth));
+  BRIGADE_RETURN_IF_ERROR(read_float(j, "dim_model_base", dim_model_base));
+  for (auto [key, v] : {std::pair{"scale_emb", scale_emb}, {"scale_depth", scale_depth}, {"dim_model_base", dim_model_base}})
+    if (!(v > 0.0f) || !std::isfinite(v)) return invalid_argument(std::string("config.json: ") + key + " must be a positive number");
+  c.embedding_multiplier = scale_emb;
+  c.residual_multiplier = depth_null ? 1.0f : scale_depth / std::sqrt(static_cast<float>(c.n_layers));
+  c.logits_scaling = base_null ? 1.0f : static_cast<float>(c.hidden_size) / dim_model_base;
+  return Status::ok();
+}
+
 Status read_deepseek(const json& j, ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(read_silu(j));
   if (c.arch == "deepseek_v32" || c.arch == "glm_moe_dsa") return read_dsa_model(j, c);
@@ -311,6 +328,15 @@ Status read_deepseek(const json& j, ModelConfig& c) {
     BRIGADE_RETURN_IF_ERROR(read_mlp_layer_types(j, c));
     BRIGADE_RETURN_IF_ERROR(read_mtp_layers(j, c));
     return read_sigmoid_routing(j, c);
+  }
+  if (c.arch == "minicpm3") {  // MiniCPM3Config: DeepseekV2Attention's MLA rotating halves, dense layers, muP
+    const MlaDefaults d{768, 256, 64, 32, c.n_heads > 0 ? c.hidden_size / c.n_heads : 0};
+    BRIGADE_RETURN_IF_ERROR(read_mla(j, c, d, /*interleave_key=*/false));
+    c.rope_style = RopeStyle::neox;  // the original cos / sin RoPE (rotate_half), not V2's complex one
+    c.n_experts = 0;
+    c.first_k_dense_replace = c.n_layers;
+    c.n_mtp_layers = 0;
+    return read_minicpm3_scalings(j, c);
   }
   if (c.arch == "youtu") {  // YoutuConfig: DeepseekV3Attention's MLA (its defaults) over dense SwiGLU layers
     BRIGADE_RETURN_IF_ERROR(read_mla(j, c, kDeepseekMla, /*interleave_key=*/true));
@@ -378,7 +404,7 @@ Status validate_deepseek(const ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(positive("qk_rope_head_dim", c.qk_rope_head_dim));
   BRIGADE_RETURN_IF_ERROR(positive("v_head_dim", c.v_head_dim));
   if (c.q_lora_rank < 0) return invalid_argument("model config: q_lora_rank must be > 0 or null");
-  if (c.arch == "youtu") return Status::ok();  // no experts
+  if (c.arch == "youtu" || c.arch == "minicpm3") return Status::ok();  // no experts
   return validate_grouped_moe(c);
 }
 

@@ -79,9 +79,9 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& b
   // MLA attention and the MoE with shared experts (models/deepseek.h).
   // Mistral Small 4 (mistral4) and GLM-4.7-Flash (glm4_moe_lite) are DeepSeek-V3's layer.
   // DeepSeek-V3.2 (deepseek_v32) and GLM-5 (glm_moe_dsa) add DSA's indexer (models/dsa_indexer.h).
-  // Youtu-LLM (youtu) is DeepSeek-V3's attention over dense layers.
+  // Youtu-LLM (youtu) and MiniCPM 3 (minicpm3) are DeepSeek's attention over dense layers.
   const bool mla = arch == "deepseek_v2" || arch == "deepseek_v3" || arch == "mistral4" || arch == "glm4_moe_lite" ||
-                   arch == "deepseek_v32" || arch == "glm_moe_dsa" || arch == "youtu";
+                   arch == "deepseek_v32" || arch == "glm_moe_dsa" || arch == "youtu" || arch == "minicpm3";
   if (mla && options.lora_enabled())
     return unsupported(path + ": LoRA adapters are not supported for " + arch + " (MLA attention); they run on the "
                        "dense Llama-family decoders (llama, qwen2, qwen3, phi3)");
@@ -101,7 +101,7 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& b
   return unsupported(path + ": architecture '" + arch + "' has no implementation; supported: llama, qwen2, qwen3, "
                      "qwen3_moe, qwen2_moe, mixtral, phi3, gemma2, gemma3_text, gemma3n_text, gemma4_text, gpt_oss, glm4_moe, smollm3, granite, "
                      "olmo2, olmo3, exaone4, glm4, seed_oss, ernie4_5, ernie4_5_moe, hunyuan_v1_dense, olmoe, apertus, "
-                     "deepseek_v2, deepseek_v3, mistral4, glm4_moe_lite, deepseek_v32, glm_moe_dsa, youtu, longcat_flash, "
+                     "deepseek_v2, deepseek_v3, mistral4, glm4_moe_lite, deepseek_v32, glm_moe_dsa, youtu, minicpm3, longcat_flash, "
                      "the encoders bert, roberta, modernbert, and mamba, falcon_mamba, mamba2, granitemoehybrid, nemotron_h, jamba, "
                      "qwen3_next, qwen3_5_text, qwen3_5_moe_text, lfm2, lfm2_moe, falcon_h1, kimi_linear, minimax");
 }

@@ -51,7 +51,7 @@ constexpr const char* kSupported =
     "Qwen3NextForCausalLM (qwen3_next), Qwen3_5ForCausalLM (qwen3_5_text), Qwen3_5MoeForCausalLM (qwen3_5_moe_text), "
     "Lfm2ForCausalLM (lfm2), Lfm2MoeForCausalLM (lfm2_moe), FalconH1ForCausalLM (falcon_h1), KimiLinearForCausalLM (kimi_linear), LongcatFlashForCausalLM (longcat_flash), MiniMaxForCausalLM (minimax), SmolLM3ForCausalLM "
     "(smollm3), GraniteForCausalLM (granite), GraniteMoeForCausalLM (granitemoe), GraniteMoeSharedForCausalLM "
-    "(granitemoeshared), YoutuForCausalLM (youtu), IQuestCoderForCausalLM (as llama), SolarOpenForCausalLM and MiniCPM5MoeForCausalLM (as glm4_moe), CwmForCausalLM (cwm), DbrxForCausalLM (dbrx), InternLM2ForCausalLM (internlm2), InternLM3ForCausalLM (internlm3), MiniCPMForCausalLM (minicpm), OlmoForCausalLM (olmo), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
+    "(granitemoeshared), YoutuForCausalLM (youtu), MiniCPM3ForCausalLM (minicpm3), IQuestCoderForCausalLM (as llama), SolarOpenForCausalLM and MiniCPM5MoeForCausalLM (as glm4_moe), CwmForCausalLM (cwm), DbrxForCausalLM (dbrx), InternLM2ForCausalLM (internlm2), InternLM3ForCausalLM (internlm3), MiniCPMForCausalLM (minicpm), OlmoForCausalLM (olmo), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
     "(exaone4), Glm4ForCausalLM (glm4), GlmForCausalLM (glm; also the remote-code ChatGLMModel layout), HeliumForCausalLM (helium), SeedOssForCausalLM (seed_oss), Ernie4_5ForCausalLM (ernie4_5), "
     "HunYuanDenseV1ForCausalLM (hunyuan_v1_dense), HunYuanMoEV1ForCausalLM (hunyuan_v1_moe), OlmoeForCausalLM (olmoe), ApertusForCausalLM (apertus), "
     "Ernie4_5_MoeForCausalLM (ernie4_5_moe), "
@@ -70,7 +70,7 @@ constexpr const char* kSupported =
 bool is_deepseek(const std::string& arch) {
   return arch == "deepseek_v2" || arch == "deepseek_v3" || arch == "mistral4" || arch == "glm4_moe_lite" ||
          arch == "deepseek_v32" || arch == "glm_moe_dsa" ||  // these two with DSA's indexer
-         arch == "youtu";  // Youtu-LLM: MLA over dense layers
+         arch == "youtu" || arch == "minicpm3";  // Youtu-LLM, MiniCPM 3: MLA over dense layers
 }
 
 // GLM-4.5 / 4.6 (Glm4MoeForCausalLM): GQA attention beside DeepSeek-V3's MoE (models/deepseek_config.h).
@@ -119,6 +119,7 @@ Expected<std::string> detect_arch(const json& j, bool& seq_cls) {
   if (arch_name == "DeepseekV32ForCausalLM") return std::string("deepseek_v32");
   if (arch_name == "GlmMoeDsaForCausalLM") return std::string("glm_moe_dsa");
   if (arch_name == "YoutuForCausalLM" || (arch_name.empty() && model_type == "youtu")) return std::string("youtu");
+  if (arch_name == "MiniCPM3ForCausalLM" || (arch_name.empty() && model_type == "minicpm3")) return std::string("minicpm3");
   if (arch_name == "Phi3ForCausalLM") return std::string("phi3");
   if (arch_name == "Gemma2ForCausalLM") return std::string("gemma2");
   if (arch_name == "Gemma3ForCausalLM") return std::string("gemma3_text");
@@ -186,7 +187,7 @@ Status read_rope(const json& j, ModelConfig& c) {
   }
   if (ntk_alpha > 0.0) BRIGADE_RETURN_IF_ERROR(stretch_rope_base(ntk_alpha, c));
   if (c.arch != "phi3" && c.arch != "phimoe" && c.arch != "minimax_m2" && !glm && !is_gated_delta(c.arch) &&
-      c.arch != "phi" && c.arch != "stablelm" && c.arch != "nemotron" && c.arch != "minicpm")
+      c.arch != "phi" && c.arch != "stablelm" && c.arch != "nemotron" && c.arch != "minicpm" && c.arch != "minicpm3")
     return Status::ok();
   if (!(partial > 0.0f && partial <= 1.0f))
     return invalid_argument("config.json: partial_rotary_factor must be in (0, 1] (got " + std::to_string(partial) + ")");
@@ -709,6 +710,10 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   apply_dbrx_config_names(j);     // models/dbrx_config.h
   BRIGADE_RETURN_IF_ERROR(apply_chatglm_config(j));  // models/chatglm_config.h: as GlmForCausalLM
   BRIGADE_RETURN_IF_ERROR(apply_alias_config(j));    // models/alias_configs.h: IQuestCoder, Solar Open
+  // MiniCPM3Config's head_dim is qk_rope_head_dim (its RoPE's width, which longrope's factors count);
+  // the Hub's config.json may leave it out.
+  if (config_architecture(j) == "MiniCPM3ForCausalLM" && !j.contains("head_dim"))
+    j["head_dim"] = j.contains("qk_rope_head_dim") ? j["qk_rope_head_dim"] : json(32);
   bool seq_cls = false;
   BRIGADE_ASSIGN_OR_RETURN(std::string arch, detect_arch(j, seq_cls));
   ModelConfig c;
@@ -732,7 +737,7 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   BRIGADE_RETURN_IF_ERROR(read_rope(j, c));
   // Gemma2Config / Gemma3TextConfig and SmolLM3Config tie by default; the Hub's configs may omit the field.
   c.tie_embeddings = is_gemma(c.arch) || c.arch == "smollm3" || c.arch == "ernie4_5" ||
-                     c.arch == "ernie4_5_moe" || c.arch == "youtu";  // Ernie4_5(_Moe)Config's and YoutuConfig's too
+                     c.arch == "ernie4_5_moe" || c.arch == "youtu" || c.arch == "minicpm3";  // Ernie4_5(_Moe)Config's, YoutuConfig's, MiniCPM3Config's too
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "tie_word_embeddings", c.tie_embeddings));
   // A classifier checkpoint stores score.weight, no lm_head: the decoder's head is its embedding,
   // so every path that computes logits stays well-formed; the engine refuses to generate with it.
@@ -755,8 +760,9 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
                        "qwen3_next, qwen3_5, smollm3, olmo2, olmo3, exaone4, glm4, seed_oss, ernie4_5, "
                        "hunyuan_v1_dense, deepseek_v2/v3 and gpt_oss; " + c.arch +
                        " supports default, linear, dynamic, llama3" + (c.arch == "phi3" ? ", longrope" : ""));
-  if (c.rope_scaling.type == RopeScalingType::longrope && c.arch != "phi3" && c.arch != "phimoe" && c.arch != "minicpm")
-    return unsupported("config.json: rope_type 'longrope' is supported for phi3, phimoe and minicpm only; " + c.arch +
+  if (c.rope_scaling.type == RopeScalingType::longrope && c.arch != "phi3" && c.arch != "phimoe" && c.arch != "minicpm" &&
+      c.arch != "minicpm3")
+    return unsupported("config.json: rope_type 'longrope' is supported for phi3, phimoe, minicpm and minicpm3 only; " + c.arch +
                        " supports default, linear, dynamic, llama3" + (is_deepseek(c.arch) ? ", yarn" : ""));
   // Absent ids take transformers' LlamaConfig defaults (bos 1, eos 2; Qwen configs have none);
   // null means none.

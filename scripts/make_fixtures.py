@@ -888,6 +888,14 @@ def fixtures():
         "youtu": ("YoutuConfig", "YoutuForCausalLM", base_config(
             num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=16,
             v_head_dim=16, tie_word_embeddings=True, pad_token_id=0)),
+        # OpenBMB MiniCPM 3 (MiniCPM3ForCausalLM, openbmb/MiniCPM3-4B): DeepSeek-V2's MLA rotating halves
+        # (q_lora 32, kv_lora 16, rotary 8, nope 16, v 16) over dense layers, muP's scalings (scale_emb 12,
+        # scale_depth 1.4, dim_model_base 16), longrope's short factors (max = original 256), tied.
+        "minicpm3": ("MiniCPM3Config", "MiniCPM3ForCausalLM", base_config(
+            num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=16, qk_nope_head_dim=16, qk_rope_head_dim=8,
+            v_head_dim=16, scale_emb=12, scale_depth=1.4, dim_model_base=16, tie_word_embeddings=True, pad_token_id=0,
+            rope_scaling={"rope_type": "longrope", "original_max_position_embeddings": 256,
+                          "short_factor": [1.0, 1.3, 1.9, 2.6], "long_factor": [2.0, 2.5, 3.0, 3.5]})),
     }
 
 

@@ -209,7 +209,7 @@ TEST(ModelConfig, RejectsBadPhi3Rope) {
   llama.insert(1, R"("rope_scaling": {"rope_type": "longrope", "short_factor": [1], "long_factor": [1]},)");
   auto l = parse_hf_config(llama);
   EXPECT_EQ(l.status().code(), StatusCode::unsupported);
-  EXPECT_NE(l.status().message().find("phi3, phimoe and minicpm only"), std::string::npos);
+  EXPECT_NE(l.status().message().find("phi3, phimoe, minicpm and minicpm3 only"), std::string::npos);
 }
 
 }  // namespace

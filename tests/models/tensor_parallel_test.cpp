@@ -466,14 +466,17 @@ TEST(ExpertParallel, DeepseekMlaAndExpertsMatchTransformersAtTp2AndTp4) {
     expect_split_matches_transformers("deepseek_v2", 2, ep);       // q_proj, 2 shared experts
     expect_split_matches_transformers("deepseek_v3_step", 2, ep);  // every layer sparse
   }
-  // Youtu-LLM: MLA (one latent cached per token on every rank) over dense layers only, tied.
-  auto ranks = load_ranks(testing::fixture_dir("youtu"), 2);
-  ASSERT_TRUE(ranks.has_value()) << ranks.status().to_string();
-  ASSERT_EQ((*ranks)[0].model->config().n_moe_layers(), 0);
-  for (const testing::FixtureCase& fc : testing::read_fixture_cases("youtu")) {
-    const testing::FixtureRun run = run_fixture_on_ranks(*ranks, fc);
-    EXPECT_LE(run.max_abs_diff, testing::kLogitTol) << "youtu, prompt of " << fc.prompt.size();
-    EXPECT_EQ(run.greedy, fc.greedy) << "youtu, prompt of " << fc.prompt.size();
+  // Youtu-LLM and MiniCPM 3 (muP's scalings): MLA (one latent cached per token on every rank) over
+  // dense layers only, tied.
+  for (const std::string name : {"youtu", "minicpm3"}) {
+    auto ranks = load_ranks(testing::fixture_dir(name), 2);
+    ASSERT_TRUE(ranks.has_value()) << name << ": " << ranks.status().to_string();
+    ASSERT_EQ((*ranks)[0].model->config().n_moe_layers(), 0);
+    for (const testing::FixtureCase& fc : testing::read_fixture_cases(name)) {
+      const testing::FixtureRun run = run_fixture_on_ranks(*ranks, fc);
+      EXPECT_LE(run.max_abs_diff, testing::kLogitTol) << name << ", prompt of " << fc.prompt.size();
+      EXPECT_EQ(run.greedy, fc.greedy) << name << ", prompt of " << fc.prompt.size();
+    }
   }
 }
 
