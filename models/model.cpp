@@ -89,7 +89,7 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& b
   // Two MLA blocks, two dense MLPs and a shortcut MoE with zero experts per layer (models/longcat_flash.h).
   if (arch == "longcat_flash") return load_longcat_flash(*checkpoint, backend, options);
   // State-space layers (models/state_space.h).
-  if (arch == "mamba" || arch == "falcon_mamba" || arch == "mamba2" || arch == "granitemoehybrid" ||
+  if (arch == "mamba" || arch == "falcon_mamba" || arch == "mamba2" || arch == "granitemoehybrid" || arch == "bamba" ||
       arch == "nemotron_h" || arch == "jamba" || arch == "qwen3_next" || arch == "qwen3_5_text" ||
       arch == "qwen3_5_moe_text" || arch == "lfm2" || arch == "lfm2_moe" ||
       arch == "falcon_h1" || arch == "kimi_linear" ||  // (Kimi Linear: KDA and MLA layers, models/kimi_linear.h)
@@ -102,7 +102,7 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& b
                      "qwen3_moe, qwen2_moe, mixtral, phi3, gemma2, gemma3_text, gemma3n_text, gemma4_text, gpt_oss, glm4_moe, smollm3, granite, "
                      "olmo2, olmo3, exaone4, glm4, seed_oss, ernie4_5, ernie4_5_moe, hunyuan_v1_dense, olmoe, apertus, "
                      "deepseek_v2, deepseek_v3, mistral4, glm4_moe_lite, deepseek_v32, glm_moe_dsa, youtu, minicpm3, longcat_flash, "
-                     "the encoders bert, roberta, modernbert, and mamba, falcon_mamba, mamba2, granitemoehybrid, nemotron_h, jamba, "
+                     "the encoders bert, roberta, modernbert, and mamba, falcon_mamba, mamba2, granitemoehybrid, bamba, nemotron_h, jamba, "
                      "qwen3_next, qwen3_5_text, qwen3_5_moe_text, lfm2, lfm2_moe, falcon_h1, kimi_linear, minimax");
 }
 

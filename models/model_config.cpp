@@ -47,7 +47,7 @@ constexpr const char* kSupported =
     "(roberta), XLMRobertaModel (xlm-roberta) and their ForMaskedLM / ForSequenceClassification, ModernBertModel "
     "(modernbert), ModernBertForMaskedLM, ModernBertForSequenceClassification; state-space: "
     "Mamba2ForCausalLM (mamba2), MambaForCausalLM (mamba), FalconMambaForCausalLM (falcon_mamba); hybrids: "
-    "GraniteMoeHybridForCausalLM (granitemoehybrid), NemotronHForCausalLM (nemotron_h), JambaForCausalLM (jamba), "
+    "GraniteMoeHybridForCausalLM (granitemoehybrid), BambaForCausalLM (bamba), NemotronHForCausalLM (nemotron_h), JambaForCausalLM (jamba), "
     "Qwen3NextForCausalLM (qwen3_next), Qwen3_5ForCausalLM (qwen3_5_text), Qwen3_5MoeForCausalLM (qwen3_5_moe_text), "
     "Lfm2ForCausalLM (lfm2), Lfm2MoeForCausalLM (lfm2_moe), FalconH1ForCausalLM (falcon_h1), KimiLinearForCausalLM (kimi_linear), LongcatFlashForCausalLM (longcat_flash), MiniMaxForCausalLM (minimax), SmolLM3ForCausalLM "
     "(smollm3), GraniteForCausalLM (granite), GraniteMoeForCausalLM (granitemoe), GraniteMoeSharedForCausalLM "
@@ -624,6 +624,7 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   if (j.is_discarded() || !j.is_object()) return corrupt("config.json is not a valid JSON object");
   if (is_mamba2(j)) return read_mamba2_config(j);  // state-space layers (models/state_space_config.h)
   if (is_granite_hybrid(j)) return read_granite_hybrid_config(j);  // mixers and attention (the same)
+  if (is_bamba(j)) return read_bamba_config(j);  // Granite 4.0-H's mixers under Jamba's names
   if (is_nemotron_h(j)) return read_nemotron_h_config(j);
   if (is_mamba1(j)) return read_mamba1_config(j);
   if (is_jamba(j)) return read_jamba_config(j);

@@ -52,7 +52,7 @@ class StateSpaceModel final : public Model {
   StateSpaceModel(const ModelConfig& config, Backend& backend, const LoadOptions& options)
       : config_(config), backend_(backend), options_(options), layout_(config.ssm.layout),
         names_(config.arch == "granitemoehybrid" ? kGraniteNames
-               : config.arch == "jamba"          ? kJambaNames
+               : config.arch == "jamba" || config.arch == "bamba" ? kJambaNames
                : config.ssm.gated_delta          ? kQwenNextNames
                : config.ssm.kda || config.ssm.lightning ? kKimiNames  // (MiniMax's names are Kimi's)
                : config.ssm.short_conv           ? kLfm2Names

@@ -446,6 +446,67 @@ Expected<ModelConfig> read_granite_hybrid_config(const json& j) {
   return c;
 }
 
+bool is_bamba(const json& j) { return is_architecture(j, "BambaForCausalLM", "bamba"); }
+
+Expected<ModelConfig> read_bamba_config(const json& j) {
+  ModelConfig c;
+  c.arch = "bamba";
+  BRIGADE_RETURN_IF_ERROR(read_hybrid_sizes(j, c));
+  c.intermediate_size = 14336;  // BambaConfig's
+  BRIGADE_RETURN_IF_ERROR(read_positive(j, "intermediate_size", c.intermediate_size));
+  BRIGADE_RETURN_IF_ERROR(require_activation(j, "hidden_act", "silu", c.arch));
+  for (const char* key : {"attention_bias", "mlp_bias"}) {
+    bool v = false;
+    BRIGADE_RETURN_IF_ERROR(read_bool(j, key, v));
+    if (v) return unsupported(std::string("config.json: ") + key + " true is not supported for bamba (no released checkpoint sets it)");
+  }
+  BRIGADE_RETURN_IF_ERROR(read_eps(j, "rms_norm_eps", 1e-5f, c.rms_eps));
+  // RoPE over partial_rotary_factor of each head (BambaConfig's 0.5), halves rotated.
+  c.nope = false;
+  BRIGADE_RETURN_IF_ERROR(read_whole_head_rope(j, 10000.0f, c));
+  float partial = 0.5f;
+  BRIGADE_RETURN_IF_ERROR(read_float(j, "partial_rotary_factor", partial));
+  for (const char* key : {"rope_parameters", "rope_scaling"})
+    if (auto it = j.find(key); it != j.end() && it->is_object()) BRIGADE_RETURN_IF_ERROR(read_float(*it, "partial_rotary_factor", partial));
+  c.rotary_dim = static_cast<int>(static_cast<float>(c.head_dim) * partial);
+  c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  if (!(partial > 0.0f && partial <= 1.0f) || c.rotary_dim % 2 != 0)
+    return invalid_argument("config.json: partial_rotary_factor must be in (0, 1] and rotate an even number of dims");
+  // The mixers: Granite 4.0-H's Mamba2 (BambaConfig's defaults).
+  SsmLayout& l = c.ssm.layout;
+  l.n_heads = 128;
+  l.n_groups = 1;
+  l.state_size = 256;
+  l.conv_kernel = 4;
+  int expand = 2;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_n_heads", l.n_heads, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_n_groups", l.n_groups, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_d_state", l.state_size, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_d_conv", l.conv_kernel, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_expand", expand, false));
+  BRIGADE_RETURN_IF_ERROR(positive("mamba_n_heads", l.n_heads));
+  l.head_dim = expand * c.hidden_size / l.n_heads;  // "auto"
+  if (auto it = j.find("mamba_d_head"); it != j.end() && it->is_number_integer()) l.head_dim = it->get<int>();
+  c.ssm.conv_bias = true;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "mamba_conv_bias", c.ssm.conv_bias));
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "mamba_proj_bias", c.ssm.proj_bias));
+  BRIGADE_RETURN_IF_ERROR(read_time_step_limit(j, c));
+  // Attention at attn_layer_indices (none: every layer a mixer), mixers elsewhere.
+  c.ssm_layers.assign(static_cast<size_t>(c.n_layers), true);
+  if (auto it = j.find("attn_layer_indices"); it != j.end() && !it->is_null()) {
+    if (!it->is_array()) return corrupt("config.json: attn_layer_indices must be a list of layer indices");
+    for (const json& v : *it) {
+      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= c.n_layers)
+        return corrupt("config.json: attn_layer_indices holds " + v.dump() + ", not a layer of the " +
+                       std::to_string(c.n_layers));
+      c.ssm_layers[static_cast<size_t>(v.get<int64_t>())] = false;
+    }
+  }
+  if (c.recurrent()) BRIGADE_RETURN_IF_ERROR(check_ssm_layout(l, c.hidden_size, expand, "mamba_"));
+  BRIGADE_RETURN_IF_ERROR(read_common(j, c, 262144));
+  return c;
+}
+
 bool is_gated_delta(const std::string& arch) {
   return arch == "qwen3_next" || arch == "qwen3_5_text" || arch == "qwen3_5_moe_text";
 }

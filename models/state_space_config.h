@@ -62,6 +62,14 @@ bool is_granite_hybrid(const nlohmann::json& j);
 // quantization_config.
 Expected<ModelConfig> read_granite_hybrid_config(const nlohmann::json& j);
 
+// IBM Bamba (BambaForCausalLM: Bamba-9B v1 / v2; BambaConfig): Granite 4.0-H's Mamba2 mixers
+// (mamba_* fields, BambaConfig's defaults) and GQA attention at attn_layer_indices, under Jamba's
+// names (input_layernorm, mamba., self_attn., pre_ff_layernorm, final_layernorm), a dense SwiGLU
+// (feed_forward.{gate,up,down}_proj) after every layer, RoPE of halves over partial_rotary_factor
+// (0.5) of each head. Refuses attention_bias and mlp_bias by name.
+bool is_bamba(const nlohmann::json& j);
+Expected<ModelConfig> read_bamba_config(const nlohmann::json& j);
+
 // architectures[0] NemotronHForCausalLM, or model_type nemotron_h (NVIDIA Nemotron-H 8B/47B/56B,
 // Nemotron-Nano-9B/12B-v2).
 bool is_nemotron_h(const nlohmann::json& j);

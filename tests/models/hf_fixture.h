@@ -22,6 +22,7 @@
 #include "models/deepseek.h"
 #include "models/llama.h"
 #include "models/mapped_file.h"
+#include "models/state_space.h"
 #include "models/tokenizer.h"
 
 namespace brigade::testing {
@@ -369,7 +370,9 @@ inline float max_diff_with_rules(const std::string& fixture, const std::function
   opts.max_batch_tokens = 64;
   opts.weight_dtype = weights;
   const bool mla = c.is_mla();  // deepseek_v2 / v3, mistral4, glm4_moe_lite
-  auto model = mla ? load_deepseek(*edited, *backend, opts) : load_llama(*edited, *backend, opts);
+  auto model = c.recurrent() ? load_state_space(*edited, *backend, opts)  // the hybrids (Bamba)
+               : mla         ? load_deepseek(*edited, *backend, opts)
+                             : load_llama(*edited, *backend, opts);
   EXPECT_TRUE(model.has_value()) << model.status().to_string();
   if (!model) return 0;
   return run_fixture_case(**model, *backend, read_fixture_cases(fixture).back()).max_abs_diff;

@@ -232,8 +232,9 @@ INSTANTIATE_TEST_SUITE_P(Mamba1, StateSpace, ::testing::Values("mamba1", "falcon
 // Nemotron-H: mixer, MLP and attention blocks (relu2 MLPs, attention without positions).
 // Jamba: Mamba1 mixers with normed dt/B/C, attention, SwiGLU and MoE layers.
 // Nemotron 3: mixer, MoE and attention blocks (relu2 experts, sigmoid routing in groups).
+// Bamba: Granite 4.0-H's mixers under Jamba's names, attention with RoPE over half of each head.
 INSTANTIATE_TEST_SUITE_P(Hybrids, StateSpace, ::testing::Values("granite_hybrid", "granite_hybrid_dense", "nemotron_h",
-                                                            "nemotron_h_bias", "jamba", "nemotron_h_moe"));
+                                                            "nemotron_h_bias", "jamba", "nemotron_h_moe", "bamba"));
 // Qwen3-Next: Gated DeltaNet layers, gated attention with RoPE, MoE with a gated shared expert and
 // a dense layer; Qwen3.5's dense and MoE language models (the projections apart, tied embeddings).
 // qwen3_5_mm: Qwen3.5 as the Hub ships it (Qwen3_5ForConditionalGeneration), its language model.
@@ -381,6 +382,31 @@ TEST(StateSpaceConfig, ReadsPythonsInfinity) {
   EXPECT_EQ(c->ssm.dt_max, 0.0f);
   EXPECT_EQ(quote_python_floats(R"({"a": "x Infinity \" NaN", "b": [NaN, -Infinity, 1]})"),
             R"({"a": "x Infinity \" NaN", "b": ["NaN", "-Infinity", 1]})");
+}
+
+// Bamba: Granite 4.0-H's mixers, attention at attn_layer_indices with RoPE over half of each head
+// (whole heads, or none, would move the logits), its refusals by name.
+TEST(StateSpaceConfig, ReadsBamba) {
+  const auto j = nlohmann::json::parse(read_text_file(fixture_dir("bamba") + "/config.json").value());
+  auto c = parse_hf_config(j.dump());
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "bamba");
+  EXPECT_EQ(c->ssm_layers, (std::vector<bool>{true, false, true}));
+  EXPECT_EQ(c->rope_dims(), 8) << "partial_rotary_factor 0.5 of heads of 16";
+  EXPECT_FALSE(c->nope);
+  EXPECT_EQ(c->intermediate_size, 96);
+  EXPECT_EQ(c->ssm.layout.n_groups, 2);
+  EXPECT_FLOAT_EQ(c->attn_scale, 0.25f);
+  EXPECT_GT(testing::max_diff_with_rules("bamba", [](ModelConfig& m) { m.rotary_dim = 0; }), 100 * kLogitTol);
+  EXPECT_GT(testing::max_diff_with_rules("bamba", [](ModelConfig& m) { m.nope = true; }), 100 * kLogitTol);
+  for (const auto& [key, value] : {std::pair<const char*, nlohmann::json>{"attention_bias", true}, {"mlp_bias", true},
+                                   {"attn_layer_indices", nlohmann::json::array({7})}}) {
+    nlohmann::json bad = j;
+    bad[key] = value;
+    const Status st = parse_hf_config(bad.dump()).status();
+    EXPECT_FALSE(st.is_ok()) << key;
+    EXPECT_NE(st.message().find(key), std::string::npos) << st.message();
+  }
 }
 
 TEST(StateSpaceConfig, ReadsGraniteHybrids) {

@@ -1,4 +1,4 @@
-"""State-space models and hybrids (Mamba1, Mamba2, Granite 4.0-H, Nemotron-H, Jamba, Qwen3-Next, Qwen3.5,
+"""State-space models and hybrids (Mamba1, Mamba2, Granite 4.0-H, Bamba, Nemotron-H, Jamba, Qwen3-Next, Qwen3.5,
 LFM2-MoE, Falcon-H1)
 served through the real `openai` client against `brigade serve` on the transformers fixtures of
 scripts/make_fixtures.py (tests/fixtures/<name>/expected.json: prompts of token ids, transformers'
@@ -21,7 +21,8 @@ import pytest
 import fixture_server
 from fixture_server import assert_transformers_completion, complete, fixtures, ids_of, stop, streamed_ids
 
-MODELS = ["mamba2", "falcon_mamba", "granite_hybrid", "nemotron_h", "jamba", "qwen3_next", "qwen3_5", "lfm2_moe", "falcon_h1"]
+MODELS = ["mamba2", "falcon_mamba", "granite_hybrid", "nemotron_h", "jamba", "qwen3_next", "qwen3_5", "lfm2_moe", "falcon_h1",
+          "bamba"]
 
 
 @pytest.mark.parametrize("name", MODELS)
