@@ -21,6 +21,22 @@ bool names(const json& j, const char* cls, const char* type) {
   return a.empty() ? config_model_type(j) == type : a == cls;
 }
 
+// The rest of Glm4MoeForCausalLM's config for a model with Llama's attention over GLM-4.5's experts:
+// no q/k norms, no MTP layers, whole heads rotated unless the config names a partial factor
+// (Glm4MoeConfig's default 0.5 is not theirs), `theta` where no rope_theta is given.
+void as_glm4_moe(json& j, double theta) {
+  j["use_qk_norm"] = false;
+  j["num_nextn_predict_layers"] = 0;
+  bool partial = j.contains("partial_rotary_factor");
+  for (const char* key : {"rope_parameters", "rope_scaling"})
+    if (auto it = j.find(key); it != j.end() && it->is_object() && it->contains("partial_rotary_factor")) partial = true;
+  if (!partial) j["partial_rotary_factor"] = 1.0;
+  const auto rope = j.find("rope_parameters");
+  if (!j.contains("rope_theta") && !(rope != j.end() && rope->is_object() && rope->contains("rope_theta"))) j["rope_theta"] = theta;
+  j["architectures"] = json::array({"Glm4MoeForCausalLM"});
+  j["model_type"] = "glm4_moe";
+}
+
 Status iquestcoder(json& j) {
   if (auto clip = j.find("clip_qkv"); clip != j.end() && !clip->is_null())
     return unsupported("config.json: clip_qkv is not supported for IQuestCoderForCausalLM (transformers refuses it too)");
@@ -58,18 +74,8 @@ Status solar_open(json& j) {
                          "(SolarOpenConfig has no such field: every layer is sparse, without q/k norms or MTP layers)");
   }
   j["first_k_dense_replace"] = 0;
-  j["use_qk_norm"] = false;
-  j["num_nextn_predict_layers"] = 0;
   default_to(j, "intermediate_size", j["moe_intermediate_size"]);  // no dense layer reads it
-  bool partial = j.contains("partial_rotary_factor");
-  for (const char* key : {"rope_parameters", "rope_scaling"})
-    if (auto it = j.find(key); it != j.end() && it->is_object() && it->contains("partial_rotary_factor")) partial = true;
-  if (!partial) j["partial_rotary_factor"] = 1.0;
-  if (!j.contains("rope_theta") && !(j.contains("rope_parameters") && j["rope_parameters"].is_object() &&
-                                     j["rope_parameters"].contains("rope_theta")))
-    j["rope_theta"] = 1000000.0;  // SolarOpenConfig's default_theta
-  j["architectures"] = json::array({"Glm4MoeForCausalLM"});
-  j["model_type"] = "glm4_moe";
+  as_glm4_moe(j, 1000000.0);  // SolarOpenConfig's default_theta
   return Status::ok();
 }
 
@@ -99,18 +105,8 @@ Status minicpm5_moe(json& j) {
         {"n_shared_experts", 1}, {"n_group", 1}, {"topk_group", 1}, {"norm_topk_prob", true}, {"bos_token_id", 0},
         {"eos_token_id", json::array({1, 130073})}, {"pad_token_id", 1}})
     default_to(j, key, value);
-  j["use_qk_norm"] = false;
-  j["num_nextn_predict_layers"] = 0;
   j["use_gated_attention"] = true;
-  bool partial = j.contains("partial_rotary_factor");
-  for (const char* key : {"rope_parameters", "rope_scaling"})
-    if (auto it = j.find(key); it != j.end() && it->is_object() && it->contains("partial_rotary_factor")) partial = true;
-  if (!partial) j["partial_rotary_factor"] = 1.0;
-  if (!j.contains("rope_theta") && !(j.contains("rope_parameters") && j["rope_parameters"].is_object() &&
-                                     j["rope_parameters"].contains("rope_theta")))
-    j["rope_theta"] = 5000000.0;  // MiniCPM5MoeConfig's default_theta
-  j["architectures"] = json::array({"Glm4MoeForCausalLM"});
-  j["model_type"] = "glm4_moe";
+  as_glm4_moe(j, 5000000.0);  // MiniCPM5MoeConfig's default_theta
   return Status::ok();
 }
 

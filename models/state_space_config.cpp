@@ -352,6 +352,30 @@ Expected<ModelConfig> read_jamba_config(const json& j) {
   return c;
 }
 
+// Granite 4.0-H's and Bamba's Mamba2 mixers (GraniteMoeHybridConfig's / BambaConfig's mamba_* fields
+// and defaults: 128 heads of expand * hidden / heads ("auto"), one group, state 256, a 4-tap conv
+// with bias, no projection biases), their time_step_limit; `expand` for check_ssm_layout.
+static Status read_mamba2_mixers(const json& j, ModelConfig& c, int& expand) {
+  SsmLayout& l = c.ssm.layout;
+  l.n_heads = 128;
+  l.n_groups = 1;
+  l.state_size = 256;
+  l.conv_kernel = 4;
+  expand = 2;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_n_heads", l.n_heads, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_n_groups", l.n_groups, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_d_state", l.state_size, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_d_conv", l.conv_kernel, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_expand", expand, false));
+  BRIGADE_RETURN_IF_ERROR(positive("mamba_n_heads", l.n_heads));
+  l.head_dim = expand * c.hidden_size / l.n_heads;  // "auto"
+  if (auto it = j.find("mamba_d_head"); it != j.end() && it->is_number_integer()) l.head_dim = it->get<int>();
+  c.ssm.conv_bias = true;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "mamba_conv_bias", c.ssm.conv_bias));
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "mamba_proj_bias", c.ssm.proj_bias));
+  return read_time_step_limit(j, c);
+}
+
 Expected<ModelConfig> read_granite_hybrid_config(const json& j) {
   ModelConfig c;
   c.arch = "granitemoehybrid";
@@ -405,23 +429,8 @@ Expected<ModelConfig> read_granite_hybrid_config(const json& j) {
   c.residual_multiplier = residual;
   c.logits_scaling = logits;
   // The mixers.
-  SsmLayout& l = c.ssm.layout;
-  l.n_heads = 128;
-  l.n_groups = 1;
-  l.state_size = 256;
-  l.conv_kernel = 4;
   int expand = 2;
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_n_heads", l.n_heads, false));
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_n_groups", l.n_groups, false));
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_d_state", l.state_size, false));
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_d_conv", l.conv_kernel, false));
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_expand", expand, false));
-  BRIGADE_RETURN_IF_ERROR(positive("mamba_n_heads", l.n_heads));
-  l.head_dim = expand * c.hidden_size / l.n_heads;  // "auto"
-  if (auto it = j.find("mamba_d_head"); it != j.end() && it->is_number_integer()) l.head_dim = it->get<int>();
-  BRIGADE_RETURN_IF_ERROR(read_bool(j, "mamba_conv_bias", c.ssm.conv_bias));
-  BRIGADE_RETURN_IF_ERROR(read_bool(j, "mamba_proj_bias", c.ssm.proj_bias));
-  BRIGADE_RETURN_IF_ERROR(read_time_step_limit(j, c));
+  BRIGADE_RETURN_IF_ERROR(read_mamba2_mixers(j, c, expand));
   // Which layers are mixers: layer_types (the Hub's mamba / attention, transformers 5's
   // linear_attention / full_attention); absent: all mixers (GraniteMoeHybridConfig's default).
   c.ssm_layers.assign(static_cast<size_t>(c.n_layers), true);
@@ -441,7 +450,7 @@ Expected<ModelConfig> read_granite_hybrid_config(const json& j) {
   }
   // The mixers' shape matters only where there are mixers (Granite 4.0's attention-only models
   // carry the config's mamba_* defaults, which need not fit their width).
-  if (c.recurrent()) BRIGADE_RETURN_IF_ERROR(check_ssm_layout(l, c.hidden_size, expand, "mamba_"));
+  if (c.recurrent()) BRIGADE_RETURN_IF_ERROR(check_ssm_layout(c.ssm.layout, c.hidden_size, expand, "mamba_"));
   BRIGADE_RETURN_IF_ERROR(read_common(j, c, 2048));
   return c;
 }
@@ -472,25 +481,9 @@ Expected<ModelConfig> read_bamba_config(const json& j) {
   c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   if (!(partial > 0.0f && partial <= 1.0f) || c.rotary_dim % 2 != 0)
     return invalid_argument("config.json: partial_rotary_factor must be in (0, 1] and rotate an even number of dims");
-  // The mixers: Granite 4.0-H's Mamba2 (BambaConfig's defaults).
-  SsmLayout& l = c.ssm.layout;
-  l.n_heads = 128;
-  l.n_groups = 1;
-  l.state_size = 256;
-  l.conv_kernel = 4;
+  // The mixers: Granite 4.0-H's Mamba2 (BambaConfig's defaults are GraniteMoeHybridConfig's).
   int expand = 2;
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_n_heads", l.n_heads, false));
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_n_groups", l.n_groups, false));
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_d_state", l.state_size, false));
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_d_conv", l.conv_kernel, false));
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "mamba_expand", expand, false));
-  BRIGADE_RETURN_IF_ERROR(positive("mamba_n_heads", l.n_heads));
-  l.head_dim = expand * c.hidden_size / l.n_heads;  // "auto"
-  if (auto it = j.find("mamba_d_head"); it != j.end() && it->is_number_integer()) l.head_dim = it->get<int>();
-  c.ssm.conv_bias = true;
-  BRIGADE_RETURN_IF_ERROR(read_bool(j, "mamba_conv_bias", c.ssm.conv_bias));
-  BRIGADE_RETURN_IF_ERROR(read_bool(j, "mamba_proj_bias", c.ssm.proj_bias));
-  BRIGADE_RETURN_IF_ERROR(read_time_step_limit(j, c));
+  BRIGADE_RETURN_IF_ERROR(read_mamba2_mixers(j, c, expand));
   // Attention at attn_layer_indices (none: every layer a mixer), mixers elsewhere.
   c.ssm_layers.assign(static_cast<size_t>(c.n_layers), true);
   if (auto it = j.find("attn_layer_indices"); it != j.end() && !it->is_null()) {
@@ -502,7 +495,7 @@ Expected<ModelConfig> read_bamba_config(const json& j) {
       c.ssm_layers[static_cast<size_t>(v.get<int64_t>())] = false;
     }
   }
-  if (c.recurrent()) BRIGADE_RETURN_IF_ERROR(check_ssm_layout(l, c.hidden_size, expand, "mamba_"));
+  if (c.recurrent()) BRIGADE_RETURN_IF_ERROR(check_ssm_layout(c.ssm.layout, c.hidden_size, expand, "mamba_"));
   BRIGADE_RETURN_IF_ERROR(read_common(j, c, 262144));
   return c;
 }

@@ -11,28 +11,13 @@
 #include <utility>
 #include <vector>
 
-#include "hf_fixture.h"
-#include "models/mapped_file.h"
 #include "models/model_config.h"
+#include "split_test_util.h"
 
 namespace brigade {
 namespace {
 
-nlohmann::json fixture_config(const std::string& name) {
-  auto text = read_text_file(testing::fixture_dir(name) + "/config.json");
-  EXPECT_TRUE(text.has_value()) << text.status().to_string();
-  return text ? nlohmann::json::parse(*text) : nlohmann::json();
-}
-
-void expect_refused(const nlohmann::json& base, const std::vector<std::pair<std::function<void(nlohmann::json&)>, const char*>>& edits) {
-  for (const auto& [edit, field] : edits) {
-    nlohmann::json j = base;
-    edit(j);
-    const Status st = parse_hf_config(j.dump()).status();
-    EXPECT_FALSE(st.is_ok()) << field;
-    EXPECT_NE(st.message().find(field), std::string::npos) << st.message();
-  }
-}
+using testing::fixture_config;
 
 TEST(AliasConfigs, IQuestCoderIsLlama) {
   auto c = parse_hf_config(fixture_config("iquestcoder").dump());
@@ -46,7 +31,7 @@ TEST(AliasConfigs, IQuestCoderIsLlama) {
   EXPECT_EQ(d->hidden_size, 5120);
   EXPECT_EQ(d->n_kv_heads, 8);
   EXPECT_EQ(d->vocab_size, 76800);
-  expect_refused(fixture_config("iquestcoder"), {{[](nlohmann::json& j) { j["clip_qkv"] = 8; }, "clip_qkv"},
+  testing::expect_config_refused(fixture_config("iquestcoder"), {{[](nlohmann::json& j) { j["clip_qkv"] = 8; }, "clip_qkv"},
                                                  {[](nlohmann::json& j) { j["use_sliding_window"] = true; }, "use_sliding_window"}});
 }
 
@@ -67,7 +52,7 @@ TEST(AliasConfigs, SolarOpenIsGlm45sExpertsBehindLlamasAttention) {
   auto a = parse_hf_config(aliased.dump());
   ASSERT_TRUE(a.has_value()) << a.status().to_string();
   EXPECT_EQ(a->n_experts, 8) << "num_local_experts is n_routed_experts' other name";
-  expect_refused(fixture_config("solar_open"),
+  testing::expect_config_refused(fixture_config("solar_open"),
                  {{[](nlohmann::json& j) { j["first_k_dense_replace"] = 1; }, "first_k_dense_replace"},
                   {[](nlohmann::json& j) { j["use_qk_norm"] = true; }, "use_qk_norm"},
                   {[](nlohmann::json& j) { j["num_nextn_predict_layers"] = 1; }, "num_nextn_predict_layers"}});
@@ -113,7 +98,7 @@ TEST(AliasConfigs, MiniCPM5MoeIsGlm45sExpertsBehindGatedAttention) {
   EXPECT_FLOAT_EQ(d->rope_theta, 5e6f);
   EXPECT_EQ(d->bos_id, 0);
   EXPECT_EQ(d->eos_ids, (std::vector<int>{1, 130073}));
-  expect_refused(fixture_config("minicpm5_moe"),
+  testing::expect_config_refused(fixture_config("minicpm5_moe"),
                  {{[](nlohmann::json& j) { j["use_gated_attention"] = false; }, "use_gated_attention"},
                   {[](nlohmann::json& j) { j["attention_bias"] = true; }, "attention_bias"},
                   {[](nlohmann::json& j) { j["use_qk_norm"] = true; }, "use_qk_norm"}});

@@ -4,25 +4,24 @@
 // gguf_llama_variants_test.cpp's gguf_chatglm and gguf_glm_edge.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "hf_fixture.h"
 #include "models/chatglm_config.h"
-#include "models/mapped_file.h"
 #include "models/model_config.h"
+#include "split_test_util.h"
 
 namespace brigade {
 namespace {
 
+using testing::numbered_rows;
+using testing::source_rows;
+
 TEST(ChatGLM, ReadsTheConfigAsGlm) {
-  auto text = read_text_file(testing::fixture_dir("chatglm") + "/config.json");
-  ASSERT_TRUE(text.has_value()) << text.status().to_string();
-  const nlohmann::json fixture = nlohmann::json::parse(*text);
+  const nlohmann::json fixture = testing::fixture_config("chatglm");
   auto c = parse_hf_config(fixture.dump());
   ASSERT_TRUE(c.has_value()) << c.status().to_string();
   EXPECT_EQ(c->arch, "glm");
@@ -59,52 +58,24 @@ TEST(ChatGLM, ReadsTheConfigAsGlm) {
       {[](nlohmann::json& j) { j["quantization_bit"] = 4; }, "quantization_bit"},
       {[](nlohmann::json& j) { j["vision_config"] = {{"num_hidden_layers", 2}}; }, "vision_config"},
       {[](nlohmann::json& j) { j["rope_ratio"] = 0; }, "rope_ratio"}};
-  for (const auto& [edit, field] : refused) {
-    nlohmann::json j = fixture;
-    edit(j);
-    const Status st = parse_hf_config(j.dump()).status();
-    EXPECT_FALSE(st.is_ok()) << field;
-    EXPECT_NE(st.message().find(field), std::string::npos) << st.message();
-  }
+  testing::expect_config_refused(fixture, refused);
   nlohmann::json unquantized = fixture;
   unquantized["quantization_bit"] = 0;  // what glm-4-9b-chat's own config says
   EXPECT_TRUE(parse_hf_config(unquantized.dump()).has_value());
-}
-
-// A tensor whose row r holds r in every column (f32), kept alive by `store`.
-RawTensor numbered(const std::string& name, std::vector<int64_t> shape, std::vector<std::vector<float>>& store) {
-  const int64_t rows = shape[0], cols = shape.size() == 2 ? shape[1] : 1;
-  std::vector<float>& v = store.emplace_back(static_cast<size_t>(rows * cols));
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t k = 0; k < cols; ++k) v[static_cast<size_t>(r * cols + k)] = static_cast<float>(r);
-  RawTensor t;
-  t.name = name;
-  t.file = "model.safetensors";
-  t.dtype = DType::f32;
-  t.shape = std::move(shape);
-  t.bytes = {reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(float)};
-  return t;
-}
-
-float first_of_row(const RawTensor& t, int64_t r) {
-  const int64_t cols = t.shape.size() == 2 ? t.shape[1] : 1;
-  float f;
-  std::memcpy(&f, t.bytes.data() + static_cast<size_t>(r * cols) * sizeof(float), sizeof f);
-  return f;
 }
 
 TEST(ChatGLM, SplitsQueryKeyValueAndRenames) {
   std::vector<std::vector<float>> store;
   std::map<std::string, RawTensor> in;
   const std::string attn = "transformer.encoder.layers.3.self_attention.query_key_value.";
-  in.emplace(attn + "weight", numbered(attn + "weight", {8, 2}, store));  // q 4 rows, k 2, v 2
-  in.emplace(attn + "bias", numbered(attn + "bias", {8}, store));
+  in.emplace(attn + "weight", numbered_rows(attn + "weight", {8, 2}, store));  // q 4 rows, k 2, v 2
+  in.emplace(attn + "bias", numbered_rows(attn + "bias", {8}, store));
   for (const char* name : {"transformer.embedding.word_embeddings.weight", "transformer.encoder.final_layernorm.weight",
                            "transformer.output_layer.weight", "transformer.encoder.layers.3.self_attention.dense.weight",
                            "transformer.encoder.layers.3.mlp.dense_h_to_4h.weight",
                            "transformer.encoder.layers.3.mlp.dense_4h_to_h.weight",
                            "transformer.encoder.layers.3.input_layernorm.weight", "transformer.rotary_pos_emb.inv_freq"})
-    in.emplace(name, numbered(name, {2, 2}, store));
+    in.emplace(name, numbered_rows(name, {2, 2}, store));
   auto out = chatglm_tensors(4, 2, in);
   ASSERT_TRUE(out.has_value()) << out.status().to_string();
   for (const char* kind : {"weight", "bias"}) {
@@ -114,9 +85,9 @@ TEST(ChatGLM, SplitsQueryKeyValueAndRenames) {
     const RawTensor& v = out->at(layer + "v_proj." + kind);
     EXPECT_EQ(q.shape[0], 4);
     EXPECT_EQ(k.shape[0], 2);
-    EXPECT_EQ(first_of_row(q, 0), 0.0f);
-    EXPECT_EQ(first_of_row(k, 0), 4.0f) << kind;
-    EXPECT_EQ(first_of_row(v, 1), 7.0f) << kind;
+    EXPECT_EQ(source_rows(q)[0], 0.0f);
+    EXPECT_EQ(source_rows(k)[0], 4.0f) << kind;
+    EXPECT_EQ(source_rows(v)[1], 7.0f) << kind;
     EXPECT_EQ(v.name, layer + "v_proj." + kind);
   }
   for (const char* name : {"model.embed_tokens.weight", "model.norm.weight", "lm_head.weight",
@@ -126,7 +97,7 @@ TEST(ChatGLM, SplitsQueryKeyValueAndRenames) {
   EXPECT_EQ(out->size(), 6u + 7u) << "the inv_freq buffer is dropped";
 
   in.erase(attn + "bias");
-  in.insert_or_assign(attn + "weight", numbered(attn + "weight", {10, 2}, store));
+  in.insert_or_assign(attn + "weight", numbered_rows(attn + "weight", {10, 2}, store));
   const Status st = chatglm_tensors(4, 2, in).status();
   EXPECT_EQ(st.code(), StatusCode::corrupt);
   EXPECT_NE(st.message().find(attn + "weight"), std::string::npos) << st.message();

@@ -4,7 +4,6 @@
 // internvl_test.cpp's internvl_internlm2, llama.cpp's internlm2 GGUF gguf_llama_variants_test.cpp's.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -12,9 +11,13 @@
 
 #include "models/internlm_config.h"
 #include "models/model_config.h"
+#include "split_test_util.h"
 
 namespace brigade {
 namespace {
+
+using testing::numbered_rows;
+using testing::source_rows;
 
 nlohmann::json internlm2_json() {
   return {{"architectures", {"InternLM2ForCausalLM"}}, {"model_type", "internlm2"}, {"hidden_size", 64},
@@ -70,33 +73,6 @@ TEST(InternLM, ReadsInternLM3Config) {
   EXPECT_TRUE(c->o_bias && c->mlp_bias);
 }
 
-// A tensor whose row r holds r in every column (f32), kept alive by `store`.
-RawTensor numbered(const std::string& name, std::vector<int64_t> shape, std::vector<std::vector<float>>& store) {
-  const int64_t rows = shape[0], cols = shape.size() == 2 ? shape[1] : 1;
-  std::vector<float>& v = store.emplace_back(static_cast<size_t>(rows * cols));
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t k = 0; k < cols; ++k) v[static_cast<size_t>(r * cols + k)] = static_cast<float>(r);
-  RawTensor t;
-  t.name = name;
-  t.file = "model.safetensors";
-  t.dtype = DType::f32;
-  t.shape = std::move(shape);
-  t.bytes = {reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(float)};
-  return t;
-}
-
-// The first column of each row (the source row it came from).
-std::vector<int> rows_of(const RawTensor& t) {
-  const int64_t cols = t.shape.size() == 2 ? t.shape[1] : 1;
-  std::vector<int> out;
-  for (int64_t r = 0; r < t.shape[0]; ++r) {
-    float f;
-    std::memcpy(&f, t.bytes.data() + static_cast<size_t>(r * cols) * sizeof(float), sizeof f);
-    out.push_back(static_cast<int>(f));
-  }
-  return out;
-}
-
 // 4 query heads over 2 KV groups, heads of 2 rows, hidden 3: wqkv's 16 rows are [q0 q1 k0 v0 | q2 q3 k1 v1]
 // head by head, so q_proj takes rows 0-3 and 8-11, k_proj 4-5 and 12-13, v_proj 6-7 and 14-15; the
 // bias alike. Under InternVLChatModel's language_model. prefix too, the tower's names untouched.
@@ -108,22 +84,22 @@ TEST(InternLM, SplitsWqkvPerKvGroup) {
     std::map<std::string, RawTensor> in;
     for (const std::string name : {"model.layers.1.attention.wqkv.weight", "model.layers.1.attention.wqkv.bias"}) {
       const bool weight = name.ends_with("weight");
-      in.emplace(prefix + name, numbered(prefix + name, weight ? std::vector<int64_t>{16, 3} : std::vector<int64_t>{16}, store));
+      in.emplace(prefix + name, numbered_rows(prefix + name, weight ? std::vector<int64_t>{16, 3} : std::vector<int64_t>{16}, store));
     }
     for (const std::string name : {"model.tok_embeddings.weight", "model.layers.1.attention.wo.weight",
                                    "model.layers.1.attention_norm.weight", "model.layers.1.ffn_norm.weight",
                                    "model.layers.1.feed_forward.w1.weight", "model.layers.1.feed_forward.w2.weight",
                                    "model.layers.1.feed_forward.w3.weight", "model.norm.weight", "output.weight"})
-      in.emplace(prefix + name, numbered(prefix + name, {2, 3}, store));
-    in.emplace("vision_model.encoder.layers.0.attn.qkv.weight", numbered("vision_model.encoder.layers.0.attn.qkv.weight", {6, 3}, store));
+      in.emplace(prefix + name, numbered_rows(prefix + name, {2, 3}, store));
+    in.emplace("vision_model.encoder.layers.0.attn.qkv.weight", numbered_rows("vision_model.encoder.layers.0.attn.qkv.weight", {6, 3}, store));
     std::vector<std::vector<uint8_t>> arena;
     auto out = internlm2_tensors(c, in, arena);
     ASSERT_TRUE(out.has_value()) << out.status().to_string();
     for (const char* part : {"weight", "bias"}) {
       const std::string attn = prefix + "model.layers.1.self_attn.";
-      EXPECT_EQ(rows_of(out->at(attn + "q_proj." + part)), (std::vector<int>{0, 1, 2, 3, 8, 9, 10, 11})) << prefix << part;
-      EXPECT_EQ(rows_of(out->at(attn + "k_proj." + part)), (std::vector<int>{4, 5, 12, 13})) << prefix << part;
-      EXPECT_EQ(rows_of(out->at(attn + "v_proj." + part)), (std::vector<int>{6, 7, 14, 15})) << prefix << part;
+      EXPECT_EQ(source_rows(out->at(attn + "q_proj." + part)), (std::vector<int>{0, 1, 2, 3, 8, 9, 10, 11})) << prefix << part;
+      EXPECT_EQ(source_rows(out->at(attn + "k_proj." + part)), (std::vector<int>{4, 5, 12, 13})) << prefix << part;
+      EXPECT_EQ(source_rows(out->at(attn + "v_proj." + part)), (std::vector<int>{6, 7, 14, 15})) << prefix << part;
       EXPECT_EQ(out->at(attn + "q_proj." + part).name, attn + "q_proj." + part);
     }
     EXPECT_EQ(out->at(prefix + "model.layers.1.self_attn.q_proj.weight").shape, (std::vector<int64_t>{8, 3}));
@@ -140,12 +116,12 @@ TEST(InternLM, SplitsWqkvPerKvGroup) {
   ModelConfig one = c;
   one.n_kv_heads = 1, one.n_heads = 2;
   std::map<std::string, RawTensor> in;
-  in.emplace("model.layers.0.attention.wqkv.weight", numbered("model.layers.0.attention.wqkv.weight", {8, 3}, store));
+  in.emplace("model.layers.0.attention.wqkv.weight", numbered_rows("model.layers.0.attention.wqkv.weight", {8, 3}, store));
   std::vector<std::vector<uint8_t>> arena;
   auto out = internlm2_tensors(one, in, arena);
   ASSERT_TRUE(out.has_value()) << out.status().to_string();
   EXPECT_TRUE(arena.empty());
-  EXPECT_EQ(rows_of(out->at("model.layers.0.self_attn.v_proj.weight")), (std::vector<int>{6, 7}));
+  EXPECT_EQ(source_rows(out->at("model.layers.0.self_attn.v_proj.weight")), (std::vector<int>{6, 7}));
 }
 
 TEST(InternLM, RefusesWqkvOfTheWrongShape) {
@@ -154,7 +130,7 @@ TEST(InternLM, RefusesWqkvOfTheWrongShape) {
   std::vector<std::vector<float>> store;
   for (const std::vector<int64_t>& shape : {std::vector<int64_t>{12, 3}, std::vector<int64_t>{16, 4}, std::vector<int64_t>{16}}) {
     std::map<std::string, RawTensor> in;
-    in.emplace("model.layers.0.attention.wqkv.weight", numbered("model.layers.0.attention.wqkv.weight", shape, store));
+    in.emplace("model.layers.0.attention.wqkv.weight", numbered_rows("model.layers.0.attention.wqkv.weight", shape, store));
     std::vector<std::vector<uint8_t>> arena;
     const Status st = internlm2_tensors(c, in, arena).status();
     EXPECT_EQ(st.code(), StatusCode::corrupt) << st.to_string();

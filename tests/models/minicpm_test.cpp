@@ -9,18 +9,13 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "hf_fixture.h"
-#include "models/mapped_file.h"
 #include "models/model_config.h"
+#include "split_test_util.h"
 
 namespace brigade {
 namespace {
 
-nlohmann::json fixture_config(const std::string& name) {
-  auto text = read_text_file(testing::fixture_dir(name) + "/config.json");
-  EXPECT_TRUE(text.has_value()) << text.status().to_string();
-  return text ? nlohmann::json::parse(*text) : nlohmann::json();
-}
+using testing::fixture_config;
 
 TEST(MiniCPM, ReadsItsScalingsAsGranitesMultipliers) {
   auto c = parse_hf_config(fixture_config("minicpm").dump());
