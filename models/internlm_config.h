@@ -1,7 +1,7 @@
 // Internal to models/: Shanghai AI Lab's InternLM 2 and 3 (remote-code checkpoints, run by the Llama
 // decoder, models/llama.h):
 //   internlm2 (InternLM2ForCausalLM: internlm2-chat-1_8b / 7b / 20b, internlm2_5-1_8b / 7b / 20b-chat,
-//     and the language model of InternVL 1.5 / 2 / 2.5 checkpoints built on them; InternLM2Config):
+//     and the language model of InternVL 2 / 2.5 checkpoints built on them; InternLM2Config):
 //     Llama's pre-norm RMSNorm layers, RoPE of halves (rotate_half) with dynamic / linear
 //     rope_scaling, SwiGLU, untied output; `bias` (true by default, false in every released
 //     checkpoint) gives both attention projections biases. Its own names: model.tok_embeddings,

@@ -35,7 +35,7 @@ bool is_internvl_chat(const nlohmann::json& j);
 // where text_config has none, tied as InternVLConfig decides (the top level's
 // tie_word_embeddings, default true). For InternVLChatModel: llm_config as it stands (its
 // architectures name the class: Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM,
-// LlamaForCausalLM, InternLM2ForCausalLM: InternVL 1.5 / 2 / 2.5's, models/internlm_config.h).
+// LlamaForCausalLM, InternLM2ForCausalLM: InternVL 2 / 2.5's, models/internlm_config.h).
 Expected<nlohmann::json> internvl_text_config(const nlohmann::json& j);
 
 // The vision side, with InternVLVisionConfig's / InternVLConfig's defaults (the remote layout's
