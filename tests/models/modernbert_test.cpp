@@ -144,7 +144,8 @@ TEST(ModernBert, MeanPooledEmbeddingsMatchSentenceTransformers) {
   auto backend = make_cpu_backend({.n_threads = 2});
   auto model = testing::load_or_fail(dir_of("embed"), *backend, options());
   ASSERT_TRUE(model);
-  for (const json& c : expected("embed")["texts"]) {
+  const json want = expected("embed");  // held: the loop reads into it
+  for (const json& c : want["texts"]) {
     const auto rows = hidden_of(*model, *backend, c);
     ASSERT_FALSE(rows.empty());
     const auto e = finish_embedding(mean_row(rows), 0, true);
@@ -157,12 +158,14 @@ TEST(ModernBert, MeanPooledEmbeddingsMatchSentenceTransformers) {
 TEST(ModernBert, TokenizerAddsClsAndSep) {
   auto tok = Tokenizer::load(dir_of("embed"));
   ASSERT_TRUE(tok.has_value()) << tok.status().to_string();
-  for (const json& c : expected("embed")["texts"]) {
+  const json want = expected("embed");  // held: the loop reads into it
+  for (const json& c : want["texts"]) {
     auto ids = (*tok)->encode(c["text"].get<std::string>(), true);
     ASSERT_TRUE(ids.has_value());
     EXPECT_EQ(*ids, c["ids"].get<std::vector<int32_t>>()) << c["text"];
   }
-  for (const json& p : expected("rerank")["pairs"]) {
+  const json pairs = expected("rerank");  // held: the loop reads into it
+  for (const json& p : pairs["pairs"]) {
     auto ids = (*tok)->encode_pair(p["text_1"].get<std::string>(), p["text_2"].get<std::string>());
     ASSERT_TRUE(ids.has_value());
     EXPECT_EQ(*ids, p["ids"].get<std::vector<int32_t>>()) << p["text_1"] << " / " << p["text_2"];
@@ -183,7 +186,8 @@ TEST(ModernBert, ClassifierOverClsMatchesTransformers) {
   auto backend = make_cpu_backend({.n_threads = 2});
   auto model = testing::load_or_fail(dir_of("cls"), *backend, options());
   ASSERT_TRUE(model);
-  for (const json& c : expected("cls")["texts"]) {
+  const json want = expected("cls");  // held: the loop reads into it
+  for (const json& c : want["texts"]) {
     const auto rows = hidden_of(*model, *backend, c);
     ASSERT_FALSE(rows.empty());
     EXPECT_LT(max_diff(rows, 0, c["hidden"]), kTol) << c["text"];
