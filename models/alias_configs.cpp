@@ -1,5 +1,6 @@
 #include "models/alias_configs.h"
 
+#include <initializer_list>
 #include <string_view>
 
 #include "models/config_json.h"
@@ -19,6 +20,17 @@ void default_to(json& j, const char* key, const json& value) {
 bool names(const json& j, const char* cls, const char* type) {
   const std::string a = config_architecture(j);
   return a.empty() ? config_model_type(j) == type : a == cls;
+}
+
+// unsupported, naming the field, when any of `keys` is set to something other than null, 0 or false
+// (fields the aliased config class does not have; the target's reader would act on them).
+Status refuse_set(const json& j, std::initializer_list<const char*> keys, const char* what) {
+  for (const char* key : keys) {
+    const auto it = j.find(key);
+    if (it != j.end() && !it->is_null() && *it != json(0) && *it != json(false))
+      return unsupported(std::string("config.json: ") + key + " " + it->dump() + " is not supported for " + what);
+  }
+  return Status::ok();
 }
 
 // The rest of Glm4MoeForCausalLM's config for a model with Llama's attention over GLM-4.5's experts:
@@ -67,12 +79,9 @@ Status solar_open(json& j) {
     default_to(j, key, value);
   // Every layer sparse, Llama's attention (no q/k norms), no MTP; the whole head rotated unless the
   // rope parameters name a partial factor (SolarOpenConfig does not set Glm4MoeConfig's 0.5).
-  for (const char* key : {"first_k_dense_replace", "use_qk_norm", "num_nextn_predict_layers"}) {
-    const auto it = j.find(key);
-    if (it != j.end() && !it->is_null() && *it != json(0) && *it != json(false))
-      return unsupported(std::string("config.json: ") + key + " " + it->dump() + " is not supported for SolarOpenForCausalLM "
-                         "(SolarOpenConfig has no such field: every layer is sparse, without q/k norms or MTP layers)");
-  }
+  BRIGADE_RETURN_IF_ERROR(refuse_set(j, {"first_k_dense_replace", "use_qk_norm", "num_nextn_predict_layers"},
+                                     "SolarOpenForCausalLM (SolarOpenConfig has no such field: every layer is sparse, "
+                                     "without q/k norms or MTP layers)"));
   j["first_k_dense_replace"] = 0;
   default_to(j, "intermediate_size", j["moe_intermediate_size"]);  // no dense layer reads it
   as_glm4_moe(j, 1000000.0);  // SolarOpenConfig's default_theta
@@ -90,12 +99,8 @@ Status minicpm5_moe(json& j) {
   if (bias)
     return unsupported("config.json: attention_bias true is not supported for MiniCPM5MoeForCausalLM (its o_proj would "
                        "carry a bias too); no released checkpoint sets it");
-  for (const char* key : {"use_qk_norm", "num_nextn_predict_layers"}) {
-    const auto it = j.find(key);
-    if (it != j.end() && !it->is_null() && *it != json(0) && *it != json(false))
-      return unsupported(std::string("config.json: ") + key + " " + it->dump() + " is not supported for "
-                         "MiniCPM5MoeForCausalLM (MiniCPM5MoeConfig has no such field)");
-  }
+  BRIGADE_RETURN_IF_ERROR(refuse_set(j, {"use_qk_norm", "num_nextn_predict_layers"},
+                                     "MiniCPM5MoeForCausalLM (MiniCPM5MoeConfig has no such field)"));
   if (auto it = j.find("num_local_experts"); it != j.end() && !j.contains("n_routed_experts")) j["n_routed_experts"] = *it;
   for (const auto& [key, value] :
        {std::pair<const char*, json>{"vocab_size", 130560}, {"hidden_size", 2048}, {"intermediate_size", 8192},
@@ -141,7 +146,7 @@ Expected<std::map<std::string, RawTensor>> split_q_gate_proj(const ModelConfig& 
     }
     const size_t at = name.find(part);
     const bool weight = name.ends_with(".weight");
-    const bool float_type = !t.block_quantized() && (t.dtype == DType::f32 || t.dtype == DType::bf16 || t.dtype == DType::f16);
+    const bool float_type = is_float_tensor(t);
     if (t.shape.empty() || t.shape[0] != 2 * heads * hd || t.shape.size() != (weight ? 2u : 1u) ||
         (weight && t.shape[1] != c.hidden_size) || !float_type)
       return corrupt(t.file + ": tensor '" + name + "' is " + t.type_name() + " " + t.shape_string() +

@@ -95,8 +95,7 @@ Expected<std::map<std::string, RawTensor>> chatglm_tensors(int64_t q_rows, int64
   for (auto& [stored, t] : tensors) {
     if (stored.ends_with("rotary_pos_emb.inv_freq")) continue;  // a buffer some checkpoints store
     std::string name = stored;
-    for (const auto& [from, to] : kRenames)
-      if (const size_t at = name.find(from); at != std::string::npos) name.replace(at, std::string(from).size(), to);
+    name = renamed(std::move(name), kRenames);
     const size_t fused = name.find(".self_attention.query_key_value.");
     if (fused == std::string::npos) {
       t.name = name;

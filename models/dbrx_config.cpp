@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "models/config_json.h"
+#include "models/fused_rows.h"
 
 namespace brigade {
 
@@ -135,9 +136,8 @@ Expected<std::map<std::string, RawTensor>> dbrx_tensors(const ModelConfig& c, st
   std::map<std::string, RawTensor> out;
   for (auto& [stored, t] : tensors) {
     std::string name = stored;
-    for (const auto& [from, to] : kRenames)
-      if (const size_t at = name.find(from); at != std::string::npos) name.replace(at, std::string(from).size(), to);
-    const bool float_type = !t.block_quantized() && (t.dtype == DType::f32 || t.dtype == DType::bf16 || t.dtype == DType::f16);
+    name = renamed(std::move(name), kRenames);
+    const bool float_type = is_float_tensor(t);
     auto expect = [&](std::vector<int64_t> shape) -> Status {
       if (float_type && t.shape == shape) return Status::ok();
       RawTensor want;

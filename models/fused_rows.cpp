@@ -5,6 +5,16 @@
 
 namespace brigade {
 
+bool is_float_tensor(const RawTensor& t) {
+  return !t.block_quantized() && (t.dtype == DType::f32 || t.dtype == DType::bf16 || t.dtype == DType::f16);
+}
+
+std::string renamed(std::string name, std::span<const std::pair<const char*, const char*>> table) {
+  for (const auto& [from, to] : table)
+    if (const size_t at = name.find(from); at != std::string::npos) name.replace(at, std::string(from).size(), to);
+  return name;
+}
+
 RawTensor take_rows(const RawTensor& t, const std::vector<RowRange>& ranges, std::string name,
                     std::vector<std::vector<uint8_t>>& arena) {
   RawTensor out = t;

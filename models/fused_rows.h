@@ -1,10 +1,13 @@
 // Internal to models/: taking a fused checkpoint tensor apart by rows at open (GPT-NeoX's and
 // GPTBigCode-MHA's q|k|v per head, models/gpt_decoders_config.h; InternLM2's wqkv per KV group,
-// models/internlm_config.h).
+// models/internlm_config.h; ChatGLM's query_key_value; MiniCPM 5's q|gate), and the renaming those
+// readers share.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "models/raw_tensor.h"
@@ -15,6 +18,13 @@ namespace brigade {
 struct RowRange {
   int64_t begin, size;
 };
+
+// Whether t holds f32, bf16 or f16 elements (what a row split can copy; block-quantized and packed
+// integer tensors cannot be taken apart by rows of elements).
+bool is_float_tensor(const RawTensor& t);
+
+// `name` with the first occurrence of each table entry's `from` replaced by its `to`, in table order.
+std::string renamed(std::string name, std::span<const std::pair<const char*, const char*>> table);
 
 // t's rows `ranges`, in that order, as one tensor named `name` (t a 2-D weight [rows, cols] or a
 // 1-D bias [rows] of an element type): a view of t's bytes for a single range, else a copy into

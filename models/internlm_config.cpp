@@ -73,8 +73,7 @@ Expected<std::map<std::string, RawTensor>> internlm2_tensors(const ModelConfig& 
     }
     std::string name = stored;
     if (name.substr(std::string(prefix).size()) == "output.weight") name = std::string(prefix) + "lm_head.weight";
-    for (const auto& [from, to] : kRenames)
-      if (const size_t at = name.find(from); at != std::string::npos) name.replace(at, std::string(from).size(), to);
+    name = renamed(std::move(name), kRenames);
     const size_t fused = name.find(".attention.wqkv.");
     if (fused == std::string::npos) {
       t.name = name;
@@ -84,7 +83,7 @@ Expected<std::map<std::string, RawTensor>> internlm2_tensors(const ModelConfig& 
     const bool weight = name.ends_with(".weight");
     const int64_t rows = groups * (per_group + 2) * hd;
     const std::vector<int64_t> want = weight ? std::vector<int64_t>{rows, c.hidden_size} : std::vector<int64_t>{rows};
-    const bool float_type = !t.block_quantized() && (t.dtype == DType::f32 || t.dtype == DType::bf16 || t.dtype == DType::f16);
+    const bool float_type = is_float_tensor(t);
     if (t.shape != want || !float_type || per_group * groups != c.n_heads) {
       RawTensor w;
       w.shape = want;
