@@ -4,6 +4,7 @@
 #include <numeric>
 #include <string>
 
+#include "models/image.h"
 #include "models/step_inputs.h"
 
 namespace brigade {
@@ -54,12 +55,20 @@ Status ClipVision::load(WeightLoader& w, Backend& backend, const VisionConfig& v
     BRIGADE_ASSIGN_OR_RETURN(linear_1_b_, vec("multi_modal_projector.linear_1.bias", t));
     BRIGADE_ASSIGN_OR_RETURN(linear_2_b_, vec("multi_modal_projector.linear_2.bias", t));
   }
+  if (v.anyres.on()) {
+    BRIGADE_ASSIGN_OR_RETURN(image_newline_, vec("image_newline", t));
+  }
   w.quantize_linear(true);
   weight_bytes_ = static_cast<double>(w.n_bytes() - bytes_before);
   return Status::ok();
 }
 
-double ClipVision::flops_per_image() const {
+double ClipVision::flops(const StepImage& im) const {
+  if (!v_.anyres.on()) return flops_per_tile();
+  return (1.0 + anyres_layout(v_.anyres, im.grid_h, im.grid_w).tiles()) * flops_per_tile();
+}
+
+double ClipVision::flops_per_tile() const {
   const double p = n_positions(), h = v_.hidden_size, inter = v_.intermediate_size, t = text_hidden_;
   const double f = n_features(), states = static_cast<double>(v_.feature_layers.size());
   const double per_layer = 2.0 * p * (4.0 * h * h + 2.0 * h * inter) + 4.0 * h * p * p;
@@ -76,19 +85,86 @@ Status ClipVision::allocate_scratch() {
   BRIGADE_ASSIGN_OR_RETURN(sc_.proj, alloc_tensor(b, f32, g * f, text_hidden_));
   BRIGADE_ASSIGN_OR_RETURN(sc_.proj_part, alloc_tensor(b, f32, g * f, text_hidden_));
   BRIGADE_ASSIGN_OR_RETURN(sc_.select_rows, alloc_tensor(b, DType::i32, 1, g * f));
+  if (v_.anyres.on()) {  // the newline sits after the most tiles' features
+    const int64_t newline = anyres_max_tiles(v_.anyres) * f;
+    BRIGADE_ASSIGN_OR_RETURN(sc_.tile_features, alloc_tensor(b, f32, newline + 1, text_hidden_));
+    BRIGADE_ASSIGN_OR_RETURN(sc_.pack_rows, alloc_tensor(b, DType::i32, 1, anyres_max_tokens(v_.anyres)));
+    b.copy(sc_.tile_features.tensor.rows(newline, 1), Tensor(image_newline_.tensor.data, f32, {1, text_hidden_}));
+  }
+  return Status::ok();
+}
+
+Status ClipVision::check_image(const StepImage& im) const {
+  if (!v_.anyres.on()) return check_square_image(im, v_, /*check_grid=*/true);
+  if (im.grid_h <= 0 || im.grid_w <= 0 || im.grid_h > kMaxImageSide || im.grid_w > kMaxImageSide)
+    return invalid_argument("an image of this vision tower gives its height x width in pixels, each in [1, " +
+                            std::to_string(kMaxImageSide) + "]; got " + std::to_string(im.grid_h) + " x " +
+                            std::to_string(im.grid_w));
+  const int tiles = 1 + anyres_layout(v_.anyres, im.grid_h, im.grid_w).tiles();
+  const size_t want = size_t{3} * v_.image_size * v_.image_size * static_cast<size_t>(tiles);
+  if (im.pixels == nullptr || im.pixels->size() != want)
+    return invalid_argument("an image of " + std::to_string(im.grid_h) + " x " + std::to_string(im.grid_w) +
+                            " pixels is its base tile and " + std::to_string(tiles - 1) + " tiles: [" +
+                            std::to_string(tiles) + ", 3, " + std::to_string(v_.image_size) + ", " +
+                            std::to_string(v_.image_size) + "] pixels (" + std::to_string(want) + " floats); got " +
+                            std::to_string(im.pixels == nullptr ? 0 : im.pixels->size()));
   return Status::ok();
 }
 
 Status ClipVision::encode(std::span<const StepImage> images, const Tensor& out) {
-  const int64_t f = n_features();
-  BRIGADE_CHECK(out.ndim == 2 && out.dim(0) == static_cast<int64_t>(images.size()) * f && out.dim(1) == text_hidden_,
-                "LLaVA vision encode: out [images * features, text hidden]");
-  for (const StepImage& im : images) BRIGADE_RETURN_IF_ERROR(check_square_image(im, v_, /*check_grid=*/true));
+  int64_t rows = 0;
+  for (const StepImage& im : images) {
+    BRIGADE_RETURN_IF_ERROR(check_image(im));
+    rows += v_.image_features(im.grid_h, im.grid_w);
+  }
+  BRIGADE_CHECK(out.ndim == 2 && out.dim(0) == rows && out.dim(1) == text_hidden_,
+                "LLaVA vision encode: out [the images' features, text hidden]");
   if (!sc_.vit.allocated()) BRIGADE_RETURN_IF_ERROR(allocate_scratch());
-  return sc_.vit.each_pass(images.size(), [&](size_t first, int n) {
-    encode_pass(images, first, n, out);
+  if (v_.anyres.on()) {
+    int64_t at = 0;
+    for (const StepImage& im : images) {
+      const int64_t n = v_.image_features(im.grid_h, im.grid_w);
+      BRIGADE_RETURN_IF_ERROR(encode_anyres(im, out.rows(at, n)));
+      at += n;
+    }
+    return Status::ok();
+  }
+  std::vector<const float*> tiles;
+  for (const StepImage& im : images) tiles.push_back(im.pixels->data());
+  return sc_.vit.each_pass(tiles.size(), [&](size_t first, int n) {
+    encode_pass(tiles, first, n, out);
     return Status::ok();
   });
+}
+
+Status ClipVision::encode_anyres(const StepImage& im, const Tensor& out) {
+  const AnyresLayout l = anyres_layout(v_.anyres, im.grid_h, im.grid_w);
+  const int side = v_.anyres.side, f = n_features();
+  const size_t tile_floats = size_t{3} * v_.image_size * v_.image_size;
+  std::vector<const float*> tiles;
+  for (int t = 0; t <= l.tiles(); ++t) tiles.push_back(im.pixels->data() + static_cast<size_t>(t) * tile_floats);
+  const Tensor all = sc_.tile_features.tensor;
+  BRIGADE_RETURN_IF_ERROR(sc_.vit.each_pass(tiles.size(), [&](size_t first, int n) {
+    encode_pass(tiles, first, n, all);
+    return Status::ok();
+  }));
+  // pack_image_features: the base tile's rows, then each kept row of the tiles' grid and a newline.
+  const auto newline = static_cast<int32_t>(all.dim(0) - 1);
+  std::vector<int32_t> rows;
+  rows.reserve(static_cast<size_t>(out.dim(0)));
+  for (int r = 0; r < f; ++r) rows.push_back(r);
+  for (int y = l.row0; y < l.row0 + l.rows; ++y) {
+    for (int x = l.col0; x < l.col0 + l.cols; ++x) {
+      const int tile = 1 + (y / side) * l.tile_cols + x / side;
+      rows.push_back(tile * f + (y % side) * side + x % side);
+    }
+    rows.push_back(newline);
+  }
+  BRIGADE_CHECK(static_cast<int64_t>(rows.size()) == out.dim(0), "LLaVA-NeXT packs image_features rows");
+  const Tensor ids(sc_.pack_rows.tensor.data, DType::i32, {static_cast<int64_t>(rows.size())});
+  backend_->upload(ids, rows.data());
+  backend_->gather_rows(all, ids, out);
+  return Status::ok();
 }
 
 void ClipVision::project_state(const Tensor& x, int n, size_t block) {
@@ -106,7 +182,7 @@ void ClipVision::project_state(const Tensor& x, int n, size_t block) {
   b.add(proj, part);
 }
 
-void ClipVision::encode_pass(std::span<const StepImage> images, size_t first, int n, const Tensor& out) {
+void ClipVision::encode_pass(std::span<const float* const> tiles, size_t first, int n, const Tensor& out) {
   Backend& b = *backend_;
   const int64_t p = n_positions(), h = v_.hidden_size, f = n_features(), rows = n * p;
   const int64_t cls = v_.class_token ? 1 : 0, width = v_.patch_width();
@@ -114,7 +190,7 @@ void ClipVision::encode_pass(std::span<const StepImage> images, size_t first, in
   // the matmul leaves it zero for the class embedding.
   std::vector<float> host(static_cast<size_t>(rows * width), 0.0f);
   for (int i = 0; i < n; ++i)
-    unfold_square_patches(images[first + static_cast<size_t>(i)].pixels->data(), v_, host.data() + (i * p + cls) * width);
+    unfold_square_patches(tiles[first + static_cast<size_t>(i)], v_, host.data() + (i * p + cls) * width);
   const Tensor patches = sc_.vit.patches.tensor.rows(0, rows);
   b.upload(patches, host.data());
   // The kept rows of each image's states: its last f positions ("default" drops the first).

@@ -13,6 +13,12 @@
 // "full", all but the first under "default") are multiplied as soon as the layers reach it:
 // linear_1 = sum over states of x_k W_k (+ bias), then the activation and linear_2. Only the
 // layers up to the deepest state read are loaded and run.
+//
+// LLaVA-NeXT (VisionConfig::anyres): an image is its base tile and its tiles ([1 + tiles, 3, S, S],
+// its grid its height x width in pixels); each tile is encoded as an image above, and the image's
+// features are transformers' pack_image_features: the base tile's rows, then the tiles' feature
+// grid cut back to the image's aspect (models/anyres.h), each of its rows followed by
+// image_newline. The tiles of several images share the passes.
 #pragma once
 
 #include <span>
@@ -34,25 +40,35 @@ class ClipVision {
   // shape-checked against v; matrices as stored (never block-quantized), vectors f32. Refuses a
   // backend whose activations are not f32.
   Status load(WeightLoader& w, Backend& backend, const VisionConfig& v, int text_hidden);
-  // out [images.size() * n_features(), text_hidden] (activation dtype) = each image's features in
-  // order. Checks each image's grid (the tower's side x side) and pixel count (3 S S floats) before
-  // running anything; images are encoded a few at a time in scratch allocated at the first call.
+  // out [sum of the images' image_features, text_hidden] (activation dtype) = each image's
+  // features in order. Checks each image's grid (the tower's side x side; LLaVA-NeXT: a size in
+  // pixels) and pixel count (3 S S floats a tile) before running anything; tiles are encoded a few
+  // at a time in scratch allocated at the first call.
   Status encode(std::span<const StepImage> images, const Tensor& out);
-  // The rows an image becomes: n_patches + extra_tokens.
-  int n_features() const { return v_.image_features(v_.patches_per_side(), v_.patches_per_side()); }
-  // The work of encoding one image by the roofline rule (Model::step_cost).
-  double flops_per_image() const;
+  // The rows a tile becomes: n_patches + extra_tokens (an image of LLaVA 1.5 is one tile).
+  int n_features() const { return v_.n_patches() + v_.extra_tokens; }
+  // The most rows any image becomes.
+  int max_image_features() const { return v_.anyres.on() ? anyres_max_tokens(v_.anyres) : n_features(); }
+  // The work of encoding one image by the roofline rule (Model::step_cost): its tiles'.
+  double flops(const StepImage& im) const;
   double weight_bytes() const { return weight_bytes_; }
 
  private:
   struct Scratch {
-    VitScratch vit;  // the patch rows, the state and the layers' buffers; max_images per pass
+    VitScratch vit;  // the patch rows, the state and the layers' buffers; max_images tiles per pass
     OwnedTensor selected, select_rows, proj, proj_part;
+    // LLaVA-NeXT: one image's tiles' features then image_newline [max tiles * F + 1, text_hidden],
+    // and the rows of it each of the image's features takes.
+    OwnedTensor tile_features, pack_rows;
   };
   int n_positions() const { return v_.n_patches() + (v_.class_token ? 1 : 0); }
+  double flops_per_tile() const;
   Status allocate_scratch();
-  // One pass over images [first, first + n) into out rows [first * F, (first + n) * F).
-  void encode_pass(std::span<const StepImage> images, size_t first, int n, const Tensor& out);
+  Status check_image(const StepImage& im) const;
+  // One pass over tiles [first, first + n) (each [3, S, S]) into out rows [first * F, (first + n) * F).
+  void encode_pass(std::span<const float* const> tiles, size_t first, int n, const Tensor& out);
+  // LLaVA-NeXT: one image's tiles encoded and packed into out [image_features, text_hidden].
+  Status encode_anyres(const StepImage& im, const Tensor& out);
   // Adds hidden state `x`'s kept rows times linear_1's column block `block` into proj (the first
   // block writes it, with the bias).
   void project_state(const Tensor& x, int n, size_t block);
@@ -65,6 +81,7 @@ class ClipVision {
   std::vector<VitLayer> layers_;       // the layers up to the deepest feature layer
   std::vector<OwnedTensor> linear_1_;  // per feature layer: linear_1's columns [text_hidden, hidden]
   OwnedTensor linear_1_b_, linear_2_, linear_2_b_;
+  OwnedTensor image_newline_;  // LLaVA-NeXT: [text_hidden]
   Scratch sc_;
   double weight_bytes_ = 0.0;
 };

@@ -115,6 +115,7 @@ std::map<std::string, RawTensor> gemma3_tensors(std::map<std::string, RawTensor>
     strip({"model.multi_modal_projector.", "multi_modal_projector."}, "multi_modal_projector.");
     strip({"model.embed_vision."}, "embed_vision.");  // Gemma 4's multimodal embedder
     if (name == "language_model.lm_head.weight" || name == "lm_head.weight") to = "lm_head.weight";
+    if (name == "image_newline" || name == "model.image_newline") to = "image_newline";  // LLaVA-NeXT's
     if (to.empty()) continue;
     // The patch embedding, a convolution [hidden, 3, p, p], is a matrix over c-major patches; the
     // projection [vision hidden, text hidden] multiplies as x · W, so it loads transposed

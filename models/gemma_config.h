@@ -52,6 +52,7 @@ Expected<nlohmann::json> gemma3_text_config(const nlohmann::json& j);
 // as one stacked matrix [1, vision hidden, text hidden] (models/gemma3_vision.cpp). Mistral 3
 // (Mistral3ForConditionalGeneration) names its tensors the same way; its Pixtral patch
 // convolution (vision_tower.patch_conv.weight) becomes a matrix [hidden, 3 p p] too.
+// LLaVA-NeXT's image_newline (model.image_newline in transformers 5's form) keeps its name.
 std::map<std::string, RawTensor> gemma3_tensors(std::map<std::string, RawTensor> tensors);
 
 }  // namespace brigade

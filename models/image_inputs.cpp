@@ -54,7 +54,7 @@ Status ImageInputs::load(WeightLoader& w) {
   }
   // Room for two of the largest images or of the largest steps' worth of split images' features
   // (an image in progress per prefilling sequence); beyond that a dropped image is encoded again.
-  if (clip_ != nullptr) feature_cache_.set_capacity(2 * std::max<int64_t>(t, clip_->n_features()));
+  if (clip_ != nullptr) feature_cache_.set_capacity(2 * std::max<int64_t>(t, clip_->max_image_features()));
   if (gemma4_ != nullptr) feature_cache_.set_capacity(2 * std::max<int64_t>(t, Gemma4Vision::kMaxTokens));
   if (internvl_ != nullptr) feature_cache_.set_capacity(2 * std::max<int64_t>(t, QwenVision::kMaxPatches /
                                                                                   (int64_t{config_.vision.merge} * config_.vision.merge)));
@@ -206,7 +206,7 @@ void ImageInputs::add_cost(const StepBatch& b, StepCost& c) const {
   }
   if (clip_ != nullptr && std::any_of(b.images.begin(), b.images.end(), [](const StepImage& im) { return im.first == 0; })) {
     for (const StepImage& im : b.images)
-      if (im.first == 0) c.flops += clip_->flops_per_image();
+      if (im.first == 0) c.flops += clip_->flops(im);
     c.bytes += static_cast<double>(bytes_);
   }
   if (internvl_ != nullptr && std::any_of(b.images.begin(), b.images.end(), [](const StepImage& im) { return im.first == 0; })) {

@@ -74,6 +74,7 @@ std::string format_model_info(const ModelInfo& m) {
                       : c.vision.kind == VisionKind::qwen2_5_vl ? "Qwen2_5_VLForConditionalGeneration"
                       : c.vision.kind == VisionKind::qwen2_vl ? "Qwen2VLForConditionalGeneration"
                       : c.vision.kind == VisionKind::qwen3_vl ? "Qwen3VLForConditionalGeneration"
+                      : c.vision.kind == VisionKind::llava && c.vision.anyres.on() ? "LlavaNextForConditionalGeneration"
                       : c.vision.kind == VisionKind::llava ? "LlavaForConditionalGeneration"
                       : c.vision.kind == VisionKind::internvl ? "InternVLForConditionalGeneration"
                       : c.vision.kind == VisionKind::glm4v && c.arch == "glm4_moe" ? "Glm4vMoeForConditionalGeneration"
@@ -115,9 +116,16 @@ std::string format_model_info(const ModelInfo& m) {
     for (int l : v.feature_layers) layers += (layers.empty() ? "" : ",") + std::to_string(l);
     s += std::string("vision:        ") + (v.class_token ? "CLIP " : "SigLIP ") + std::to_string(v.n_layers) +
          " layers, hidden " + std::to_string(v.hidden_size) + ", " + std::to_string(v.image_size) + "-pixel images in " +
-         std::to_string(v.patch_size) + "-pixel patches, hidden_states[" + layers + "], " +
-         std::to_string(v.image_tokens(v.patches_per_side(), v.patches_per_side())) + " tokens per image (image token " +
-         std::to_string(v.image_token) + "; the CPU backend runs it at tp 1)\n";
+         std::to_string(v.patch_size) + "-pixel patches, hidden_states[" + layers + "], ";
+    if (v.anyres.on()) {
+      std::string pins;
+      for (const auto& [h, w] : v.anyres.pinpoints) pins += (pins.empty() ? "" : " ") + std::to_string(h) + "x" + std::to_string(w);
+      s += "images of any size as a base tile and the tiles of the best of " + pins + " (height x width), up to " +
+           std::to_string(anyres_max_tokens(v.anyres)) + " tokens per image with image_newline";
+    } else {
+      s += std::to_string(v.image_tokens(v.patches_per_side(), v.patches_per_side())) + " tokens per image";
+    }
+    s += " (image token " + std::to_string(v.image_token) + "; the CPU backend runs it at tp 1)\n";
   } else if (!c.vision_off.empty()) {
     s += "vision:        off (text only): " + c.vision_off + "\n";
   } else if (c.vision.present() && c.vision.dynamic()) {

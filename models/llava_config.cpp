@@ -1,8 +1,11 @@
 #include "models/llava_config.h"
 
 #include <algorithm>
+#include <array>
+#include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "models/config_json.h"
 #include "models/llama_variants_config.h"
@@ -113,14 +116,58 @@ Status read_feature_layers(const json& j, VisionConfig& v) {
   return Status::ok();
 }
 
+// LLaVA-NeXT's image_grid_pinpoints (LlavaNextConfig's five llava-v1.6 ones when absent): each a
+// [height, width] of whole tiles. The features of a tile must be its patches' grid, which only
+// CLIP under "default" (the class row dropped) and SigLIP under "full" give.
+Status read_pinpoints(const json& j, VisionConfig& v) {
+  if (v.extra_tokens != 0)
+    return unsupported(std::string("config.json: vision_feature_select_strategy '") +
+                       (v.class_token ? "full" : "default") + "' with a " + (v.class_token ? "CLIP" : "SigLIP") +
+                       " tower gives a tile " + std::to_string(v.n_patches() + v.extra_tokens) +
+                       " features, not its " + std::to_string(v.n_patches()) +
+                       " patches, which LlavaNextForConditionalGeneration lays out in rows; supported: CLIP with "
+                       "default, SigLIP with full");
+  v.anyres.tile = v.image_size;
+  v.anyres.side = v.patches_per_side();
+  const auto it = j.find("image_grid_pinpoints");
+  if (it == j.end() || it->is_null()) {
+    for (const auto& p : std::vector<std::array<int, 2>>{{336, 672}, {672, 336}, {672, 672}, {1008, 336}, {336, 1008}})
+      v.anyres.pinpoints.push_back(p);
+  } else {
+    if (!it->is_array() || it->empty())
+      return corrupt("config.json: image_grid_pinpoints must be a non-empty list of [height, width]");
+    for (const json& p : *it) {
+      if (!p.is_array() || p.size() != 2 || !p[0].is_number_integer() || !p[1].is_number_integer())
+        return corrupt("config.json: image_grid_pinpoints holds " + p.dump() + ", not a [height, width] of ints");
+      v.anyres.pinpoints.push_back({p[0].get<int>(), p[1].get<int>()});
+    }
+  }
+  constexpr int kMaxTiles = 64;  // llava-v1.6's largest pinpoint is 4 tiles, OneVision's anyres_max_9 36
+  for (const auto& [h, w] : v.anyres.pinpoints)
+    if (h <= 0 || w <= 0 || h % v.image_size != 0 || w % v.image_size != 0 ||
+        int64_t{h / v.image_size} * (w / v.image_size) > kMaxTiles)
+      return unsupported("config.json: image_grid_pinpoints [" + std::to_string(h) + ", " + std::to_string(w) +
+                         "] is not a grid of at most " + std::to_string(kMaxTiles) + " whole tiles of the tower's " +
+                         std::to_string(v.image_size) + " pixels");
+  return Status::ok();
+}
+
 }  // namespace
+
+bool is_llava_next(const json& j) {
+  const auto a = j.find("architectures");
+  if (a != j.end() && a->is_array())
+    for (const json& name : *a)
+      if (name.is_string() && name.get<std::string>() == "LlavaNextForConditionalGeneration") return true;
+  return type_of(j, "") == "llava_next";
+}
 
 bool is_llava(const json& j) {
   const auto a = j.find("architectures");
   if (a != j.end() && a->is_array())
     for (const json& name : *a)
       if (name.is_string() && name.get<std::string>() == "LlavaForConditionalGeneration") return true;
-  return type_of(j, "") == "llava";
+  return type_of(j, "") == "llava" || is_llava_next(j);
 }
 
 Expected<json> llava_text_config(const json& j) {
@@ -165,6 +212,7 @@ Expected<VisionConfig> read_llava_vision(const json& j, int text_vocab) {
     return unsupported("config.json: image_token_index " + std::to_string(v.image_token) +
                        " lies outside the text vocabulary of " + std::to_string(text_vocab));
   v.out_hidden_size = 0;
+  if (is_llava_next(j)) BRIGADE_RETURN_IF_ERROR(read_pinpoints(j, v));
   return v;
 }
 

@@ -1,6 +1,8 @@
-// LlavaForConditionalGeneration (model_type llava: llava-hf/llava-1.5-7b-hf and the like): its
-// language model's config (any decoder brigade runs: llama, mistral, qwen2) and its vision side
-// (VisionKind::llava: a CLIP or SigLIP tower and LlavaMultiModalProjector, models/clip_vision.h).
+// LlavaForConditionalGeneration (model_type llava: llava-hf/llava-1.5-7b-hf and the like) and
+// LlavaNextForConditionalGeneration (llava_next: llava-hf/llava-v1.6-*-hf, llama3-llava-next-8b,
+// llava-next-72b): its language model's config (any decoder brigade runs: llama, mistral, qwen2)
+// and its vision side (VisionKind::llava: a CLIP or SigLIP tower and the projector,
+// models/clip_vision.h; LLaVA-NeXT's anyres tiles and image_newline, models/anyres.h).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -10,8 +12,10 @@
 
 namespace brigade {
 
-// Whether config.json is a LlavaForConditionalGeneration (architectures or model_type llava).
+// Whether config.json is a LlavaForConditionalGeneration (architectures or model_type llava) or a
+// LlavaNextForConditionalGeneration (is_llava_next: architectures or model_type llava_next).
 bool is_llava(const nlohmann::json& j);
+bool is_llava_next(const nlohmann::json& j);
 
 // Its language model's config.json: text_config over the defaults of its model_type's class
 // (LlamaConfig's when absent, as LlavaConfig; MistralConfig's, Qwen2Config's; another type is
@@ -29,6 +33,10 @@ Expected<nlohmann::json> llava_text_config(const nlohmann::json& j);
 // num_channels other than 3, an image_size that is not whole patches, a feature layer outside
 // [-(layers + 1), layers], a strategy other than default / full, an image_token_index outside the
 // text vocabulary.
+// LLaVA-NeXT also reads image_grid_pinpoints into VisionConfig::anyres (LlavaNextConfig's five
+// llava-v1.6 pinpoints when absent), refusing a pinpoint that is not whole tiles of image_size (at
+// most 64) and a strategy under which a tile's features are not its patches (CLIP under full,
+// SigLIP under default: transformers' pack_image_features cannot lay them out either).
 Expected<VisionConfig> read_llava_vision(const nlohmann::json& j, int text_vocab);
 
 }  // namespace brigade

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/status.h"
+#include "models/anyres.h"
 
 namespace brigade {
 
@@ -28,7 +29,9 @@ enum class VisionKind : uint8_t {
                   // biases, full attention) and Mistral3's projector (RMSNorm, patch merger, MLP)
   llava,          // LlavaForConditionalGeneration: a CLIP or SigLIP tower (models/clip_vision.h) read at
                   // vision_feature_layer, LlavaMultiModalProjector (linear, act, linear); fixed-size
-                  // images of a grid of image_size / patch_size patches a side, merge 1
+                  // images of a grid of image_size / patch_size patches a side, merge 1;
+                  // LlavaNextForConditionalGeneration (anyres on): images of any size in tiles, their
+                  // grid the image's height x width in pixels (models/anyres.h)
   glm4v,          // Glm4vForConditionalGeneration / Glm4vMoeForConditionalGeneration (GLM-4.1V, 4.5V,
                   // 4.6V): RMSNorm, gated SiLU MLP, full attention, bicubic position embeddings, a
                   // downsample convolution and a gated merger (models/glm4v_vision.cpp)
@@ -84,6 +87,10 @@ struct VisionConfig {
   std::vector<int> feature_layers;
   int extra_tokens = 0;
   std::string projector_act;
+  // LLaVA-NeXT: image_grid_pinpoints (anyres.on()); an image's grid_h x grid_w is then its height
+  // and width in pixels, its pixels the base tile and the tiles ([1 + tiles, 3, S, S]), and its
+  // tokens anyres_tokens (the image_newline rows included).
+  AnyresGrid anyres;
   // GLM-4.1V: the merger's gated MLP width (vision_config.intermediate_size; the blocks' MLP is
   // out_hidden_size wide, held in intermediate_size), and whether attn.qkv has a bias
   // (attention_bias). Its merger's LayerNorm eps is projector_eps; num_position_embeddings is
@@ -118,11 +125,14 @@ struct VisionConfig {
   // its features' rows, and for Pixtral an [IMG_BREAK] after each row of them, the last one
   // [IMG_END] (pixtral_image_tokens).
   int image_tokens(int grid_h, int grid_w) const {
+    if (anyres.on()) return anyres_tokens(anyres, grid_h, grid_w);
     return dynamic() ? (grid_h / merge) * (grid_w / merge + (kind == VisionKind::pixtral ? 1 : 0)) + extra_tokens
                      : tokens_per_image;
   }
-  // The tower's output rows for such an image (its features): image_tokens less Pixtral's breaks.
+  // The tower's output rows for such an image (its features): image_tokens less Pixtral's breaks
+  // (LLaVA-NeXT's newlines are rows of its features).
   int image_features(int grid_h, int grid_w) const {
+    if (anyres.on()) return anyres_tokens(anyres, grid_h, grid_w);
     return dynamic() ? (grid_h / merge) * (grid_w / merge) + extra_tokens : tokens_per_image;
   }
   // The feature row that the image's prompt token j (in [0, image_tokens)) takes, or -1 where

@@ -38,6 +38,7 @@
 #include "models/gemma4_image_processor.h"
 #include "models/image_processor.h"
 #include "models/internvl_image_processor.h"
+#include "models/llava_next_image_processor.h"
 #include "models/pixtral_image_processor.h"
 #include "models/qwen_image_processor.h"
 #include "models/qwen_vision.h"
@@ -561,6 +562,10 @@ class EngineImpl final : public Engine {
     return out;
   }
   Expected<ImagePixels> load_image(std::span<const uint8_t> bytes) const override {
+    if (llava_next_image_processor_) {  // LLaVA-NeXT: the base tile and the tiles; the image's size
+      BRIGADE_ASSIGN_OR_RETURN(PatchedImage image, llava_next_image_pixels(bytes, *llava_next_image_processor_));
+      return ImagePixels{std::make_shared<const std::vector<float>>(std::move(image.pixels)), image.grid_h, image.grid_w};
+    }
     if (internvl_image_processor_) {  // InternVL: the image's tiles, a column of them
       BRIGADE_ASSIGN_OR_RETURN(PatchedImage image, internvl_image_pixels(bytes, *internvl_image_processor_, internvl_patch_));
       return ImagePixels{std::make_shared<const std::vector<float>>(std::move(image.pixels)), image.grid_h, image.grid_w};
@@ -726,6 +731,7 @@ class EngineImpl final : public Engine {
   std::optional<PixtralImageProcessorConfig> pixtral_image_processor_;  // Mistral 3's, when it loaded
   std::optional<Gemma4ImageProcessorConfig> gemma4_image_processor_;    // Gemma 4's, when it loaded
   std::optional<InternVLImageProcessorConfig> internvl_image_processor_;  // InternVL's, when it loaded
+  std::optional<LlavaNextImageProcessorConfig> llava_next_image_processor_;  // LLaVA-NeXT's, when it loaded
   int internvl_patch_ = 0;                                                // its tower's patch size
   int image_grid_ = 0;  // LLaVA: image_processor_'s images are this many patches a side (0: Gemma 3's fixed size)
   ModelSummary summary_;
@@ -971,6 +977,22 @@ Status EngineImpl::start(const EngineOptions& options) {
     } else {
       image_processor_ = internvl.status();
       spdlog::warn("engine: images cannot be loaded from files: {}", internvl.status().message());
+    }
+  } else if (tower && tower->kind == VisionKind::llava && tower->anyres.on()) {
+    // LLaVA-NeXT: LlavaNextImageProcessor's base tile and tiles, the image's size as its grid.
+    if (options.image_min_pixels > 0 || options.image_max_pixels > 0)
+      return invalid_argument("--mm-processor-kwargs min_pixels / max_pixels bound Qwen2-VL's images; LLaVA-NeXT's "
+                              "processor tiles them by config.json's image_grid_pinpoints");
+    auto next = model_llava_next_image_processor(path, tower->anyres);
+    if (next) {
+      llava_next_image_processor_ = *next;
+      std::string pins;
+      for (const auto& [h, w] : next->grid.pinpoints) pins += (pins.empty() ? "" : ", ") + std::to_string(h) + "x" + std::to_string(w);
+      spdlog::info("engine: images are a base tile and the tiles of the best of {} (height x width) in {}x{}-pixel "
+                   "tiles, up to {} tokens", pins, tower->image_size, tower->image_size, anyres_max_tokens(tower->anyres));
+    } else {
+      image_processor_ = next.status();
+      spdlog::warn("engine: images cannot be loaded from files: {}", next.status().message());
     }
   } else if (tower && tower->kind == VisionKind::llava) {
     // LLaVA: CLIPImageProcessor's image_size x image_size pixel_values, the tower's grid of patches.

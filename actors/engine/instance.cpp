@@ -393,11 +393,18 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
         setup.limits.image_1d = true;
         setup.limits.image_tile = v.patches_per_side();
       }
-      if (v.kind == VisionKind::llava) {  // fixed-size images, the grid's tokens (+ the class row); no M-RoPE
+      if (v.kind == VisionKind::llava && v.anyres.on()) {  // LLaVA-NeXT: tiles by the image's size; no M-RoPE
+        setup.limits.image_anyres = v.anyres;
+        setup.limits.max_image_patches = 0;
+      } else if (v.kind == VisionKind::llava) {  // fixed-size images, the grid's tokens (+ the class row); no M-RoPE
         setup.limits.image_grid = v.patches_per_side();
         setup.limits.image_extra_tokens = v.extra_tokens;
       }
-      if (v.kind == VisionKind::llava)
+      if (v.kind == VisionKind::llava && v.anyres.on())
+        spdlog::info("engine: instance '{}': images of any size in {}x{}-pixel tiles, up to {} tokens each (vision "
+                     "tower on {})", inst.name, v.image_size, v.image_size, anyres_max_tokens(v.anyres),
+                     res->backend->name());
+      else if (v.kind == VisionKind::llava)
         spdlog::info("engine: instance '{}': images of {}x{} pixels, {} tokens each (vision tower on {})", inst.name,
                      v.image_size, v.image_size, v.image_tokens(v.patches_per_side(), v.patches_per_side()),
                      res->backend->name());

@@ -91,6 +91,7 @@
 #include "core/status.h"
 #include "kvstore/page_pool.h"
 #include "kvstore/radix_tree.h"
+#include "models/anyres.h"
 
 namespace brigade {
 
@@ -170,6 +171,10 @@ struct SchedulerLimits {
   // 1D positions (no M-RoPE).
   int image_grid = 0;
   int image_extra_tokens = 0;
+  // LLaVA-NeXT (image_anyres.on(), with image_merge 1 and no image_grid): an image's grid is its
+  // height x width in pixels, its pixels its base tile and tiles ([1 + tiles, 3, tile, tile]), its
+  // run anyres_tokens (models/anyres.h); plain 1D positions.
+  AnyresGrid image_anyres;
   // Gemma 4: dynamic images at plain 1D positions (image_1d), whose tokens attend to one another
   // under use_bidirectional_attention "vision" (image_whole: each runs whole in one step).
   bool image_1d = false;
@@ -179,7 +184,9 @@ struct SchedulerLimits {
   int image_tile = 0;
   bool takes_images() const { return tokens_per_image > 0 || image_merge > 0; }
   bool image_rows() const { return image_break_token >= 0; }
-  bool image_mrope() const { return image_merge > 0 && !image_rows() && image_grid == 0 && !image_1d; }
+  bool image_mrope() const {
+    return image_merge > 0 && !image_rows() && image_grid == 0 && !image_1d && !image_anyres.on();
+  }
   // Dynamic images attend causally (the Qwen2-VL family, Pixtral), so chunked prefill may cut one over
   // several steps (the model keeps its features between them); Gemma 3's attend to one another
   // within the image, so each runs whole in one step (at most max_step_tokens tokens).

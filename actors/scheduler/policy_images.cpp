@@ -8,12 +8,14 @@
 #include <climits>
 
 #include "actors/scheduler/policy.h"
+#include "models/image.h"
 #include "models/mrope.h"
 
 namespace brigade {
 
 int SchedulerPolicy::image_token_count(const SeqImage& im) const {
   if (limits_.image_merge <= 0) return limits_.tokens_per_image;
+  if (limits_.image_anyres.on()) return anyres_tokens(limits_.image_anyres, im.grid_h, im.grid_w);
   return (im.grid_h / limits_.image_merge) * (im.grid_w / limits_.image_merge + (limits_.image_rows() ? 1 : 0)) +
          limits_.image_extra_tokens;
 }
@@ -50,6 +52,20 @@ Status check_image(const SeqImage& im, size_t k, const SchedulerLimits& l) {
     if (got != n_floats)
       return invalid_argument(which + " must be [3, " + std::to_string(l.image_size) + ", " + std::to_string(l.image_size) +
                               "] pixels (" + std::to_string(n_floats) + " floats); got " + std::to_string(got));
+    return Status::ok();
+  }
+  if (l.image_anyres.on()) {  // LLaVA-NeXT: the image's size in pixels, its base tile and tiles
+    if (im.grid_h <= 0 || im.grid_w <= 0 || im.grid_h > kMaxImageSide || im.grid_w > kMaxImageSide)
+      return invalid_argument(which + " is " + std::to_string(im.grid_h) + " x " + std::to_string(im.grid_w) +
+                              " pixels; this model's images give their height x width in pixels, each in [1, " +
+                              std::to_string(kMaxImageSide) + "]");
+    const int tiles = 1 + anyres_layout(l.image_anyres, im.grid_h, im.grid_w).tiles(), s = l.image_anyres.tile;
+    const size_t want = size_t{3} * static_cast<size_t>(s) * static_cast<size_t>(s) * static_cast<size_t>(tiles);
+    if (got != want)
+      return invalid_argument(which + " of " + std::to_string(im.grid_h) + " x " + std::to_string(im.grid_w) +
+                              " pixels must be its base tile and " + std::to_string(tiles - 1) + " tiles, [" +
+                              std::to_string(tiles) + ", 3, " + std::to_string(s) + ", " + std::to_string(s) + "] (" +
+                              std::to_string(want) + " floats); got " + std::to_string(got));
     return Status::ok();
   }
   BRIGADE_RETURN_IF_ERROR(check_merge_grid(im.grid_h, im.grid_w, l.image_merge, which));

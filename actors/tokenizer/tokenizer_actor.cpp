@@ -5,6 +5,7 @@
 
 #include "actors/tokenizer/stop_filter.h"
 #include "models/detokenizer.h"
+#include "models/image.h"
 #include "actors/step_codec.h"
 #include "messages/convert.h"
 #include "models/mrope.h"
@@ -77,7 +78,14 @@ Expected<std::string> expand_image_markers(std::string_view text, capnp::List<sc
   for (size_t hit; (hit = text.find(m.marker, at)) != std::string_view::npos; at = hit + m.marker.size()) {
     out.append(text.substr(at, hit - at));
     int rows = 1, cols = m.tokens_per_image;
-    if (m.merge > 0 && n_markers < n_images) {
+    if (m.anyres.on() && n_markers < n_images) {
+      const auto im = images[n_markers];
+      if (im.getGridH() <= 0 || im.getGridW() <= 0 || im.getGridH() > kMaxImageSide || im.getGridW() > kMaxImageSide)
+        return invalid_argument("image " + std::to_string(n_markers) + " is " + std::to_string(im.getGridH()) + " x " +
+                                std::to_string(im.getGridW()) + " pixels; each side must lie in [1, " +
+                                std::to_string(kMaxImageSide) + "]");
+      cols = anyres_tokens(m.anyres, im.getGridH(), im.getGridW());
+    } else if (m.merge > 0 && n_markers < n_images) {
       const auto im = images[n_markers];
       BRIGADE_RETURN_IF_ERROR(check_merge_grid(im.getGridH(), im.getGridW(), m.merge, "image " + std::to_string(n_markers)));
       rows = im.getGridH() / m.merge, cols = im.getGridW() / m.merge;
@@ -277,7 +285,8 @@ ImageMarkers image_markers(const Tokenizer* tokenizer, const VisionConfig& v) {
     if (v.image_token < 0 || v.image_token >= n) return {};
     ImageMarkers m;
     m.image_piece = m.marker = tokenizer->token_to_piece(v.image_token);
-    m.tokens_per_image = v.image_tokens(v.patches_per_side(), v.patches_per_side());
+    if (v.anyres.on()) m.anyres = v.anyres;  // LlavaNextProcessor: as many as the image's size gives
+    else m.tokens_per_image = v.image_tokens(v.patches_per_side(), v.patches_per_side());
     return m;
   }
   if (v.kind == VisionKind::internvl) {  // InternVLProcessor: each <IMG_CONTEXT> becomes <img> + its tiles' tokens + </img>

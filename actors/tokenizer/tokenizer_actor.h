@@ -44,6 +44,7 @@ struct ImageMarkers {
   int merge = 0;
   std::string break_piece;  // Pixtral: non-empty, the image's tokens are laid out in rows
   std::string end_piece;
+  AnyresGrid anyres;        // LLaVA-NeXT: on, each image's size in pixels decides (anyres_tokens)
 };
 // The markers of a model with a vision tower (`v` present), from the tokenizer's pieces of its
 // special tokens; empty otherwise.

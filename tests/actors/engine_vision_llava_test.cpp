@@ -3,10 +3,14 @@
 // transformers' greedy tokens): Engine::load_image runs CLIPImageProcessor on the PNGs (one
 // fixed-size grid), the scheduler finds each run of image tokens (the grid's, the class row's
 // under "full", one patch fewer for SigLIP under "default"; no M-RoPE shift), cuts images over
-// chunks anywhere, and a prefix-cache match may end inside one.
+// chunks anywhere, and a prefix-cache match may end inside one. LLaVA-NeXT (tests/fixtures/llava_next,
+// scripts/make_llava_next_fixtures.py): load_image runs LlavaNextImageProcessor (the image's size as
+// its grid, its base tile and tiles as its pixels), the scheduler and the tokenizer count each
+// image's tokens from its size as LlavaNextProcessor does.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -135,6 +139,96 @@ TEST(EngineVisionLlavaCache, BadImageRequestsAreRefusedNamingTheProblem) {
   auto refused = Engine::create(o);
   ASSERT_FALSE(refused.has_value());
   EXPECT_NE(refused.status().message().find("crop_size"), std::string::npos) << refused.status().message();
+}
+
+
+// ---- LLaVA-NeXT ----
+
+// The chats' text (the template's, `<image>` where each image goes) and their images.
+struct LlavaNextChat {
+  std::string text;
+  std::vector<int> images;
+  std::vector<int32_t> prompt, greedy;
+};
+
+std::vector<LlavaNextChat> read_next_chats() {
+  std::ifstream in(kFixtures + "llava_next/expected.json");
+  const nlohmann::json j = nlohmann::json::parse(in);
+  std::vector<LlavaNextChat> out;
+  for (const auto& c : j.at("chats")) {
+    LlavaNextChat chat{c.at("text").get<std::string>(), {}, c.at("prompt").get<std::vector<int32_t>>(),
+                       c.at("greedy").get<std::vector<int32_t>>()};
+    for (const auto& part : c.at("parts"))
+      if (part.is_number()) chat.images.push_back(part.get<int>());
+    out.push_back(std::move(chat));
+  }
+  return out;
+}
+
+// Whole prompts and steps of 32 and 7 tokens: the PNGs load with their sizes as grids, and every
+// prompt (runs of 112 to 199 image tokens, newline rows included) continues as transformers'.
+TEST(EngineVisionLlavaNext, PromptsWithImagesContinueAsTransformers) {
+  const std::string dir = kFixtures + "llava_next";
+  const auto cases = read_cases("llava_next");
+  const std::vector<std::array<int, 2>> sizes = {{40, 60}, {28, 28}, {61, 33}, {90, 25}, {20, 100}};
+  for (int step_tokens : {0, 32, 7}) {
+    EngineOptions o = step_tokens > 0 ? testing::chunked_engine_options(dir) : testing::test_engine_options(dir, 2);
+    if (step_tokens > 0) o.topology.instances.front().scheduler.max_step_tokens = step_tokens;
+    auto engine = create_engine(o);
+    ASSERT_NE(engine, nullptr);
+    ASSERT_TRUE(engine->model().takes_images());
+    const std::vector<ImagePixels> images = testing::load_fixture_images(*engine, dir, 5);
+    ASSERT_EQ(images.size(), 5u);
+    for (size_t k = 0; k < images.size(); ++k) {
+      EXPECT_EQ(images[k].grid_h, sizes[k][0]);
+      EXPECT_EQ(images[k].grid_w, sizes[k][1]);
+    }
+    for (const LlavaCase& c : cases)
+      testing::expect_greedy_run(*engine, request(images, c), c.greedy, "steps of " + std::to_string(step_tokens) + ", ");
+  }
+}
+
+// The chats' text through the tokenizer: each `<image>` becomes as many image tokens as its
+// image's size gives (LlavaNextProcessor's count), the same ids transformers' processor made.
+TEST(EngineVisionLlavaNext, ChatTextExpandsEachImageByItsSize) {
+  const std::string dir = kFixtures + "llava_next";
+  auto engine = create_engine(testing::test_engine_options(dir, 1));
+  ASSERT_NE(engine, nullptr);
+  const std::vector<ImagePixels> images = testing::load_fixture_images(*engine, dir, 5);
+  for (const LlavaNextChat& chat : read_next_chats()) {
+    GenerateOptions g;
+    g.prompt = chat.text;
+    g.add_bos = false;
+    for (int i : chat.images) g.images.push_back(images.at(static_cast<size_t>(i)));
+    g.max_tokens = static_cast<int>(chat.greedy.size());
+    g.sampling.temperature = 0.0f;
+    g.ignore_eos = true;
+    auto done = engine->generate(g);
+    ASSERT_TRUE(done.has_value()) << done.status().to_string();
+    EXPECT_EQ(done->prompt_tokens, static_cast<int>(chat.prompt.size()));
+    EXPECT_EQ(done->token_ids, chat.greedy) << chat.text;
+  }
+}
+
+// An image whose pixels are not its size's tiles, or a run of another length, is refused naming
+// the problem; the engine keeps serving.
+TEST(EngineVisionLlavaNext, BadImageRequestsAreRefusedNamingTheProblem) {
+  const std::string dir = kFixtures + "llava_next";
+  const auto cases = read_cases("llava_next");
+  auto engine = create_engine(testing::test_engine_options(dir, 1));
+  ASSERT_NE(engine, nullptr);
+  const std::vector<ImagePixels> images = testing::load_fixture_images(*engine, dir, 5);
+  const LlavaCase& c = cases[1];  // 2 text tokens, then image 0's 199 tokens
+  GenerateOptions short_run = request(images, c);
+  short_run.prompt_ids.erase(short_run.prompt_ids.begin() + 2);
+  testing::expect_refused(*engine, short_run, "image 0 is exactly 199 image tokens");
+  GenerateOptions resized = request(images, c);
+  resized.images[0].grid_h = 28, resized.images[0].grid_w = 28;  // 5 tiles' pixels for a size of 3
+  testing::expect_refused(*engine, resized, "base tile and 2 tiles");
+  GenerateOptions zero = request(images, c);
+  zero.images[0].grid_h = 0;
+  testing::expect_refused(*engine, zero, "height x width in pixels");
+  testing::expect_greedy_run(*engine, request(images, c), c.greedy);
 }
 
 }  // namespace
