@@ -7,6 +7,7 @@
 
 #include "models/bert_config.h"
 #include "models/encoder_checks.h"
+#include "models/rope_scaling.h"
 #include "models/step_check.h"
 #include "models/step_inputs.h"
 #include "models/weight_loader.h"
@@ -49,8 +50,11 @@ class BertModel final : public Model {
 
  private:
   struct Layer {
+    // NomicBERT: no biases (empty), fc1 its gate (fc12) then up (fc11) rows [2 * intermediate, h].
     OwnedTensor qkv, qkv_b, o, o_b, ln1_w, ln1_b, fc1, fc1_b, fc2, fc2_b, ln2_w, ln2_b;
   };
+  bool nomic() const { return config_.arch == "nomic_bert"; }
+  Status load_nomic_layers(const Checkpoint& ck, WeightLoader& w);
   // The step's word ids (token types masked off) and type ids; invalid_argument for a step an
   // encoder cannot run (check_encoder_step).
   Status split_tokens(const StepBatch& batch);
@@ -67,7 +71,8 @@ class BertModel final : public Model {
   int64_t n_params_ = 0, weight_bytes_ = 0;
   StepInputs ints_;
   OwnedTensor type_ids_, position_ids_;
-  OwnedTensor x_, t_, qkv_, attn_, mlp_;
+  OwnedTensor x_, t_, qkv_, attn_, mlp_, gate_up_;
+  RopeConfig rope_;  // NomicBERT: RoPE over whole heads (rotate_half), no position table
   std::vector<int32_t> words_, types_, position_rows_, until_;
 };
 
@@ -82,16 +87,20 @@ Status BertModel::load(const Checkpoint& ck) {
   const int64_t h = config_.hidden_size, inter = config_.intermediate_size;
   auto vec = [&](const std::string& name, int64_t n) { return w.vector_f32({name}, {n}); };
   BRIGADE_ASSIGN_OR_RETURN(word_, w.table(p + "embeddings.word_embeddings.weight", config_.vocab_size, h));
-  BRIGADE_ASSIGN_OR_RETURN(position_, w.table(p + "embeddings.position_embeddings.weight",
-                                              config_.max_position + config_.position_offset, h));
+  if (!nomic()) {
+    BRIGADE_ASSIGN_OR_RETURN(position_, w.table(p + "embeddings.position_embeddings.weight",
+                                                config_.max_position + config_.position_offset, h));
+  }
   if (config_.type_vocab_size > 0) {
     BRIGADE_ASSIGN_OR_RETURN(type_, w.table(p + "embeddings.token_type_embeddings.weight", config_.type_vocab_size, h));
   }
-  BRIGADE_ASSIGN_OR_RETURN(emb_ln_w_, vec(norm("embeddings.LayerNorm", "weight", "gamma"), h));
-  BRIGADE_ASSIGN_OR_RETURN(emb_ln_b_, vec(norm("embeddings.LayerNorm", "bias", "beta"), h));
+  const std::string emb_ln = nomic() ? "emb_ln" : "embeddings.LayerNorm";
+  BRIGADE_ASSIGN_OR_RETURN(emb_ln_w_, vec(norm(emb_ln, "weight", "gamma"), h));
+  BRIGADE_ASSIGN_OR_RETURN(emb_ln_b_, vec(norm(emb_ln, "bias", "beta"), h));
   const LayerNames& names = config_.arch == "distilbert" ? kDistilBertNames : kBertNames;
   layers_.resize(static_cast<size_t>(config_.n_layers));
-  for (int l = 0; l < config_.n_layers; ++l) {
+  if (nomic()) BRIGADE_RETURN_IF_ERROR(load_nomic_layers(ck, w));
+  for (int l = 0; l < config_.n_layers && !nomic(); ++l) {
     Layer& L = layers_[static_cast<size_t>(l)];
     const std::string rel = std::string(names.layers) + "." + std::to_string(l) + ".";  // after the prefix
     auto name = [&](const char* part, const char* what) { return p + rel + part + "." + what; };
@@ -120,6 +129,34 @@ Status BertModel::load(const Checkpoint& ck) {
   BRIGADE_ASSIGN_OR_RETURN(attn_, alloc_tensor(backend_, act, n, h));
   BRIGADE_ASSIGN_OR_RETURN(qkv_, alloc_tensor(backend_, act, n, 3 * h));
   BRIGADE_ASSIGN_OR_RETURN(mlp_, alloc_tensor(backend_, act, n, inter));
+  if (nomic()) {
+    BRIGADE_ASSIGN_OR_RETURN(gate_up_, alloc_tensor(backend_, act, n, 2 * inter));
+    rope_.style = RopeStyle::neox;  // transformers' rotate_half (rotary_emb_interleaved false)
+    rope_.rotary_dim = config_.head_dim;
+    rope_.inv_freq = rope_inv_freq_scaled(config_.rope_theta, config_.head_dim, RopeScaling{});
+  }
+  return Status::ok();
+}
+
+// The Hub's names (transformers saves NomicBertModel under them too): encoder.layers.<l>.attn.Wqkv
+// (q, k, v stacked), attn.out_proj, mlp.fc11 (up), mlp.fc12 (gate), mlp.fc2, norm1 (after the
+// attention), norm2 (after the MLP); no biases but the norms'.
+Status BertModel::load_nomic_layers(const Checkpoint& ck, WeightLoader& w) {
+  const std::string p = bert_prefix([&](const std::string& n) { return ck.tensors().count(n) > 0; });
+  const int64_t h = config_.hidden_size, inter = config_.intermediate_size;
+  auto vec = [&](const std::string& name, int64_t n) { return w.vector_f32({name}, {n}); };
+  for (int l = 0; l < config_.n_layers; ++l) {
+    Layer& L = layers_[static_cast<size_t>(l)];
+    const std::string at = p + "encoder.layers." + std::to_string(l) + ".";
+    BRIGADE_ASSIGN_OR_RETURN(L.qkv, w.matrix(at + "attn.Wqkv.weight", 3 * h, h));
+    BRIGADE_ASSIGN_OR_RETURN(L.o, w.matrix(at + "attn.out_proj.weight", h, h));
+    BRIGADE_ASSIGN_OR_RETURN(L.ln1_w, vec(at + "norm1.weight", h));
+    BRIGADE_ASSIGN_OR_RETURN(L.ln1_b, vec(at + "norm1.bias", h));
+    BRIGADE_ASSIGN_OR_RETURN(L.fc1, w.fused({at + "mlp.fc12.weight", at + "mlp.fc11.weight"}, {inter, inter}, h));
+    BRIGADE_ASSIGN_OR_RETURN(L.fc2, w.matrix(at + "mlp.fc2.weight", h, inter));
+    BRIGADE_ASSIGN_OR_RETURN(L.ln2_w, vec(at + "norm2.weight", h));
+    BRIGADE_ASSIGN_OR_RETURN(L.ln2_b, vec(at + "norm2.bias", h));
+  }
   return Status::ok();
 }
 
@@ -188,8 +225,10 @@ Status BertModel::forward(const StepBatch& batch, const KvCache& kv, const Tenso
   const Tensor slots = ints_.slots(n);
   Backend& b = backend_;
   b.embedding(word_.tensor, ints_.tokens(plain), t);
-  b.embedding(position_.tensor, Tensor(position_ids_.tensor.data, DType::i32, {n}), attn);
-  b.add(t, attn);
+  if (!nomic()) {  // NomicBERT rotates q and k instead
+    b.embedding(position_.tensor, Tensor(position_ids_.tensor.data, DType::i32, {n}), attn);
+    b.add(t, attn);
+  }
   if (config_.type_vocab_size > 0) {  // DistilBERT has no token types
     b.embedding(type_.tensor, Tensor(type_ids_.tensor.data, DType::i32, {n}), attn);
     b.add(t, attn);
@@ -199,14 +238,21 @@ Status BertModel::forward(const StepBatch& batch, const KvCache& kv, const Tenso
     const Layer& L = layers_[static_cast<size_t>(l)];
     const KvLayer cache = kv.layer(l);
     b.matmul(x, L.qkv.tensor, L.qkv_b.tensor, qkv);
+    if (nomic()) b.rope(qkv, layout, ints_.positions(n), rope_);
     b.write_kv(cache, qkv, layout, slots);
     b.attention(qkv, layout, cache, meta, scale, attn);
     b.matmul(attn, L.o.tensor, L.o_b.tensor, t);
     b.add(t, x);
     b.layer_norm(t, L.ln1_w.tensor, L.ln1_b.tensor, eps, x);
-    b.matmul(x, L.fc1.tensor, L.fc1_b.tensor, mlp);
-    if (config_.mlp_activation == MlpActivation::gelu) b.gelu(mlp);
-    else b.gelu_tanh(mlp);
+    if (nomic()) {  // SwiGLU: silu(gate) * up
+      const Tensor gate_up = gate_up_.tensor.rows(0, n);
+      b.matmul(x, L.fc1.tensor, Tensor(), gate_up);
+      b.silu_mul(gate_up, mlp);
+    } else {
+      b.matmul(x, L.fc1.tensor, L.fc1_b.tensor, mlp);
+      if (config_.mlp_activation == MlpActivation::gelu) b.gelu(mlp);
+      else b.gelu_tanh(mlp);
+    }
     b.matmul(mlp, L.fc2.tensor, L.fc2_b.tensor, t);
     b.add(t, x);
     b.layer_norm(t, L.ln2_w.tensor, L.ln2_b.tensor, eps, x);
@@ -221,8 +267,8 @@ Status BertModel::forward(const StepBatch& batch, const KvCache& kv, const Tenso
 // pair (each prompt sees all of itself) and its K/V written and read once per sequence.
 StepCost BertModel::step_cost(const StepBatch& batch, double kv_bytes_per_token) const {
   const double n = batch.n_tokens(), h = config_.hidden_size;
-  const double tables = (static_cast<double>(config_.vocab_size) + config_.max_position + config_.position_offset +
-                         config_.type_vocab_size) * h;
+  const double positions = nomic() ? 0.0 : static_cast<double>(config_.max_position + config_.position_offset);
+  const double tables = (static_cast<double>(config_.vocab_size) + positions + config_.type_vocab_size) * h;
   const double linear = static_cast<double>(n_params_) - tables;
   double pairs = 0.0;
   for (int s = 0; s < batch.n_seqs(); ++s) {

@@ -7,6 +7,8 @@
 // (positions 0..n-1 in that step): the scheduler runs an encoder's prompts unchunked and
 // uncached. K/V go through the sequence's KV pages like a decoder's (attend_until: to the
 // prompt's last position). Runs where the backend has the vision ops (LayerNorm, GELU): the CPU.
+// NomicBertModel (nomic-embed-text-v1 / v1.5, arch nomic_bert) is the same post-norm stack with
+// RoPE on q and k instead of a position table, no biases but the LayerNorms', and a SwiGLU MLP.
 #pragma once
 
 #include <cstdint>

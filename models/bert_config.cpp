@@ -2,6 +2,7 @@
 
 #include <array>
 #include <string_view>
+#include <utility>
 
 #include "models/config_json.h"
 
@@ -43,7 +44,15 @@ Status read_encoder_fields(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
+bool is_nomic_bert(const json& j) {
+  const std::string arch = first_architecture(j);
+  if (!arch.empty()) return arch == "NomicBertModel";
+  auto it = j.find("model_type");
+  return it != j.end() && it->is_string() && it->get<std::string>() == "nomic_bert";
+}
+
 bool is_bert_family(const json& j) {
+  if (is_nomic_bert(j)) return true;
   const std::string arch = first_architecture(j);
   if (!arch.empty()) return !split_architecture(arch).first.empty();
   auto it = j.find("model_type");
@@ -86,9 +95,85 @@ Expected<ModelConfig> read_distilbert_config(const json& j, bool seq_cls) {
   return c;
 }
 
+// NomicBertModel (nomic-embed-text-v1 / v1.5): transformers 5's NomicBertConfig names, or the
+// remote-code config the Hub checkpoints carry (n_embd, n_layer, n_head, n_inner,
+// layer_norm_epsilon, rotary_emb_base, max_trained_positions / n_positions), whose options beyond
+// v1.5's layer are refused by name.
+Expected<ModelConfig> read_nomic_bert_config(const json& j) {
+  ModelConfig c;
+  c.arch = "nomic_bert";
+  c.encoder = true;
+  const bool remote = j.contains("n_embd");
+  auto first = [&](std::initializer_list<const char*> keys) -> const char* {
+    for (const char* k : keys)
+      if (j.contains(k) && !j.at(k).is_null()) return k;
+    return nullptr;
+  };
+  // NomicBertConfig's defaults (nomic-embed-text-v1.5's sizes).
+  c.hidden_size = 768, c.n_layers = 12, c.n_heads = 12, c.intermediate_size = 3072, c.vocab_size = 30528;
+  c.max_position = 2048;
+  c.rms_eps = 1e-12f;
+  c.rope_theta = 1000.0f;
+  for (auto [key, out] : {std::pair{first({"hidden_size", "n_embd"}), &c.hidden_size},
+                          {first({"num_hidden_layers", "n_layer"}), &c.n_layers},
+                          {first({"num_attention_heads", "n_head"}), &c.n_heads},
+                          {first({"intermediate_size", "n_inner"}), &c.intermediate_size},
+                          {first({"vocab_size"}), &c.vocab_size},
+                          {first({"max_trained_positions", "max_position_embeddings", "n_positions"}), &c.max_position}})
+    if (key != nullptr) BRIGADE_RETURN_IF_ERROR(read_int(j, key, *out, true));
+  if (const char* eps = first({"layer_norm_eps", "layer_norm_epsilon"})) BRIGADE_RETURN_IF_ERROR(read_float(j, eps, c.rms_eps));
+  if (remote) {
+    BRIGADE_RETURN_IF_ERROR(read_float(j, "rotary_emb_base", c.rope_theta));
+  } else if (auto rp = j.find("rope_parameters"); rp != j.end() && rp->is_object()) {
+    BRIGADE_RETURN_IF_ERROR(read_float(*rp, "rope_theta", c.rope_theta));
+    std::string type = "default";
+    BRIGADE_RETURN_IF_ERROR(read_string(*rp, "rope_type", type));
+    if (type != "default")
+      return unsupported("config.json: rope_parameters.rope_type '" + type + "' is not supported for nomic_bert; "
+                         "supported: default");
+  }
+  if (c.n_heads <= 0 || c.hidden_size % c.n_heads != 0)
+    return invalid_argument("config.json: the hidden size (" + std::to_string(c.hidden_size) +
+                            ") must be a positive multiple of the heads (" + std::to_string(c.n_heads) + ")");
+  c.n_kv_heads = c.n_heads;
+  c.head_dim = c.hidden_size / c.n_heads;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "head_dim", c.head_dim, false));
+  if (c.head_dim * c.n_heads != c.hidden_size)
+    return unsupported("config.json: head_dim " + std::to_string(c.head_dim) + " is not hidden_size / num_attention_heads");
+  c.type_vocab_size = 2;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "type_vocab_size", c.type_vocab_size, false));
+  if (c.type_vocab_size < 1 || c.type_vocab_size > 2)
+    return unsupported("config.json: type_vocab_size " + std::to_string(c.type_vocab_size) +
+                       " is not supported; encoders here have 1 or 2 token types");
+  std::string act = remote ? "swiglu" : "silu";
+  BRIGADE_RETURN_IF_ERROR(read_string(j, remote ? "activation_function" : "hidden_act", act));
+  if (act != (remote ? "swiglu" : "silu"))
+    return unsupported(std::string("config.json: ") + (remote ? "activation_function" : "hidden_act") + " '" + act +
+                       "' is not supported for nomic_bert; supported: " + (remote ? "swiglu" : "silu"));
+  c.mlp_activation = MlpActivation::silu;
+  // The remote code's options beyond nomic-embed-text-v1.5's layer (false / null / 1.0 there).
+  for (const char* flag : {"qkv_proj_bias", "mlp_fc1_bias", "mlp_fc2_bias", "prenorm", "use_rms_norm", "causal",
+                           "parallel_block", "rotary_emb_interleaved"}) {
+    bool on = false;
+    BRIGADE_RETURN_IF_ERROR(read_bool(j, flag, on));
+    if (on) return unsupported(std::string("config.json: ") + flag + " = true is not supported for nomic_bert");
+  }
+  for (const char* key : {"rotary_scaling_factor", "moe_every_n_layers", "num_experts"})
+    if (auto it = j.find(key); it != j.end() && !it->is_null() && !(it->is_number() && it->get<double>() == 0))
+      return unsupported(std::string("config.json: ") + key + " " + it->dump() + " is not supported for nomic_bert" +
+                         (std::string(key) == "rotary_scaling_factor" ? " (dynamic NTK RoPE)" : " (its MoE layers)"));
+  if (auto it = j.find("rotary_emb_fraction"); it != j.end() && !it->is_null() && it->get<double>() != 1.0)
+    return unsupported("config.json: rotary_emb_fraction " + it->dump() + " is not supported for nomic_bert; supported: 1.0");
+  c.bos_id = -1;
+  BRIGADE_RETURN_IF_ERROR(read_encoder_fields(j, c));
+  BRIGADE_RETURN_IF_ERROR(c.validate());
+  return c;
+}
+
 }  // namespace
 
 Expected<ModelConfig> read_bert_config(const json& j) {
+  if (is_nomic_bert(j)) return read_nomic_bert_config(j);
   ModelConfig c;
   const std::string named = first_architecture(j);
   std::string family, head;

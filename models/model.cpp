@@ -95,14 +95,14 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& b
       arch == "falcon_h1" || arch == "kimi_linear" ||  // (Kimi Linear: KDA and MLA layers, models/kimi_linear.h)
       arch == "minimax")  // (MiniMax-Text-01 / M1: lightning and softmax attention, models/minimax.h)
     return load_state_space(*checkpoint, backend, options);
-  // Encoders: ModernBERT (models/modernbert.h); BERT, RoBERTa, XLM-RoBERTa (models/bert.h).
+  // Encoders: ModernBERT (models/modernbert.h); BERT, RoBERTa, XLM-RoBERTa, NomicBERT (models/bert.h).
   if (arch == "modernbert") return load_modernbert(*checkpoint, backend, options);
   if (checkpoint->config().encoder) return load_bert(*checkpoint, backend, options);
   return unsupported(path + ": architecture '" + arch + "' has no implementation; supported: llama, qwen2, qwen3, "
                      "qwen3_moe, qwen2_moe, mixtral, phi3, gemma2, gemma3_text, gemma3n_text, gemma4_text, gpt_oss, glm4_moe, smollm3, granite, "
                      "olmo2, olmo3, exaone4, glm4, seed_oss, ernie4_5, ernie4_5_moe, hunyuan_v1_dense, olmoe, apertus, "
                      "deepseek_v2, deepseek_v3, mistral4, glm4_moe_lite, deepseek_v32, glm_moe_dsa, youtu, minicpm3, longcat_flash, "
-                     "the encoders bert, roberta, modernbert, and mamba, falcon_mamba, mamba2, granitemoehybrid, bamba, nemotron_h, jamba, "
+                     "the encoders bert, roberta, nomic_bert, modernbert, and mamba, falcon_mamba, mamba2, granitemoehybrid, bamba, nemotron_h, jamba, "
                      "qwen3_next, qwen3_5_text, qwen3_5_moe_text, lfm2, lfm2_moe, falcon_h1, kimi_linear, minimax");
 }
 

@@ -45,7 +45,7 @@ constexpr const char* kSupported =
     "model), Gemma4ForCausalLM (gemma4_text), Gemma4ForConditionalGeneration (gemma4: its language model), GptOssForCausalLM (gpt_oss), Glm4MoeForCausalLM (glm4_moe), Qwen2VLForConditionalGeneration "
     "(qwen2_vl), Qwen2_5_VLForConditionalGeneration (qwen2_5_vl); encoders: BertModel (bert), RobertaModel "
     "(roberta), XLMRobertaModel (xlm-roberta) and their ForMaskedLM / ForSequenceClassification, ModernBertModel "
-    "(modernbert), ModernBertForMaskedLM, ModernBertForSequenceClassification; state-space: "
+    "(modernbert), ModernBertForMaskedLM, ModernBertForSequenceClassification, NomicBertModel (nomic_bert); state-space: "
     "Mamba2ForCausalLM (mamba2), MambaForCausalLM (mamba), FalconMambaForCausalLM (falcon_mamba); hybrids: "
     "GraniteMoeHybridForCausalLM (granitemoehybrid), BambaForCausalLM (bamba), NemotronHForCausalLM (nemotron_h), JambaForCausalLM (jamba), "
     "Qwen3NextForCausalLM (qwen3_next), Qwen3_5ForCausalLM (qwen3_5_text), Qwen3_5MoeForCausalLM (qwen3_5_moe_text), "

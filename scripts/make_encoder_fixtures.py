@@ -24,6 +24,11 @@ holding transformers' own outputs:
                 Unigram tokenizer of tests/fixtures/tokenizers/unigram/xlmr (SentencePiece's
                 nmt_nfkc charsmap, <s> A </s></s> B </s>): `pairs` -> ids, logit and sigmoid.
 
+  nomic_embed   NomicBertModel, as nomic-ai/nomic-embed-text-v1.5 (RoPE, SwiGLU, no biases, post-norm),
+                over bert_cross's WordPiece tokenizer with mean pooling + Normalize: `texts` and
+                `pairs` as bert_embed's; nomic_embed_remote holds its weights under the Hub's
+                remote-code names and config (n_embd, attn.Wqkv, mlp.fc11 / fc12, norm1 / norm2).
+                `... nomic` rewrites only these two.
   distilbert_sst DistilBertForSequenceClassification, 2 labels (NEGATIVE, POSITIVE), as
                 distilbert-base-uncased-finetuned-sst-2-english: bert_cross's WordPiece tokenizer,
                 no token types; `texts` -> ids, logits (pre_classifier + ReLU + classifier over
@@ -154,7 +159,127 @@ def write_distilbert():
     print(f"distilbert_sst: {len(TEXTS)} texts")
 
 
+# nomic-ai/nomic-embed-text-v1.5's config.json (the remote-code NomicBertModel's names), at the
+# fixture's sizes: what a checkpoint from the Hub gives brigade.
+NOMIC_REMOTE_CONFIG = {
+    "activation_function": "swiglu", "architectures": ["NomicBertModel"], "attn_pdrop": 0.0,
+    "auto_map": {"AutoConfig": "nomic-ai/nomic-bert-2048--configuration_hf_nomic_bert.NomicBertConfig",
+                 "AutoModel": "nomic-ai/nomic-bert-2048--modeling_hf_nomic_bert.NomicBertModel"},
+    "bos_token_id": None, "causal": False, "dense_seq_output": True, "embd_pdrop": 0.0, "eos_token_id": None,
+    "fused_bias_fc": True, "fused_dropout_add_ln": True, "initializer_range": 0.02, "layer_norm_epsilon": 1e-12,
+    "max_trained_positions": 128, "mlp_fc1_bias": False, "mlp_fc2_bias": False, "model_type": "nomic_bert",
+    "n_embd": 64, "n_head": 4, "n_inner": 96, "n_layer": 2, "n_positions": 512, "pad_vocab_size_multiple": 64,
+    "parallel_block": False, "parallel_block_tied_norm": False, "prenorm": False, "qkv_proj_bias": False,
+    "reorder_and_upcast_attn": False, "resid_pdrop": 0.0, "rotary_emb_base": 1000, "rotary_emb_fraction": 1.0,
+    "rotary_emb_interleaved": False, "rotary_emb_scale_base": None, "rotary_scaling_factor": None,
+    "scale_attn_by_inverse_layer_idx": False, "scale_attn_weights": True, "summary_activation": None,
+    "summary_first_dropout": 0.0, "summary_proj_to_labels": True, "summary_type": "cls_index",
+    "summary_use_proj": True, "torch_dtype": "float32", "type_vocab_size": 2, "use_cache": True,
+    "use_flash_attn": True, "use_rms_norm": False, "use_xentropy": True, "vocab_size": None,
+}
+
+
+def nomic_remote_state(state):
+    """NomicBertModel's state dict under the remote-code checkpoint's names: the reverse of
+    transformers' conversion mapping for nomic_bert (q, k, v stacked into attn.Wqkv)."""
+    out = {}
+    for k, v in state.items():
+        name = k.replace("embeddings.LayerNorm", "emb_ln")
+        if name.startswith("layers."):
+            name = "encoder." + name
+        for new, old in (("self_attn.o_proj", "attn.out_proj"), ("mlp.up_proj", "mlp.fc11"), ("mlp.gate_proj", "mlp.fc12"),
+                         ("mlp.down_proj", "mlp.fc2"), ("post_attention_layernorm", "norm1"),
+                         ("post_mlp_layernorm", "norm2")):
+            name = name.replace(new, old)
+        if ".self_attn.q_proj." in name:
+            base = name.replace(".self_attn.q_proj.", ".attn.Wqkv.")
+            out[base] = torch_cat([state[k], state[k.replace("q_proj", "k_proj")], state[k.replace("q_proj", "v_proj")]])
+            continue
+        if ".self_attn.k_proj." in name or ".self_attn.v_proj." in name:
+            continue
+        out[name] = v.contiguous()
+    return out
+
+
+def torch_cat(parts):
+    import torch
+    return torch.cat(parts, dim=0).contiguous()
+
+
+def write_nomic():
+    """nomic_embed: a NomicBertModel (nomic-embed-text-v1.5's architecture: RoPE with base 1000, no
+    biases, SwiGLU, post-norm layers) over bert_cross's committed WordPiece tokenizer, with
+    sentence-transformers' mean pooling and Normalize; nomic_embed_remote: the same weights under the
+    Hub checkpoint's remote-code names and config (no expected.json: its outputs are nomic_embed's).
+    transformers loads nomic_embed_remote's tensors back through its own conversion mapping, which
+    checks the renaming."""
+    import torch
+    import transformers
+    from safetensors.torch import save_file
+    from tokenizers import Tokenizer
+    torch.manual_seed(3)
+    wp = Tokenizer.from_file(str(OUT / "bert_cross" / "tokenizer.json"))
+    cfg = transformers.NomicBertConfig(vocab_size=wp.get_vocab_size(), hidden_size=64, num_hidden_layers=2,
+                                       num_attention_heads=4, intermediate_size=96, max_position_embeddings=128,
+                                       type_vocab_size=2, hidden_act="silu", initializer_range=0.1,
+                                       layer_norm_eps=1e-12, rope_parameters={"rope_type": "default", "rope_theta": 1000.0})
+    cfg._attn_implementation = "eager"
+    model = transformers.NomicBertModel(cfg).eval()
+    with torch.no_grad():  # LayerNorms away from the identity
+        for name, p in model.named_parameters():
+            if "norm" in name.lower():
+                p.add_(torch.randn_like(p) * 0.2)
+    out = save(model, "nomic_embed", wp)
+    (out / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
+    ], indent=1) + "\n")
+    (out / "1_Pooling").mkdir()
+    (out / "1_Pooling" / "config.json").write_text(json.dumps({
+        "word_embedding_dimension": 64, "pooling_mode_cls_token": False, "pooling_mode_mean_tokens": True,
+        "pooling_mode_max_tokens": False, "pooling_mode_mean_sqrt_len_tokens": False}, indent=1) + "\n")
+    (out / "2_Normalize").mkdir()
+    rows = lambda t: [[round(float(v), 7) for v in r] for r in t]  # noqa: E731
+
+    def hidden_of(m, ids, types):
+        with torch.no_grad():
+            return m(input_ids=torch.tensor([ids]), token_type_ids=torch.tensor([types])).last_hidden_state[0].double()
+
+    expected = {"texts": [], "pairs": []}
+    for text in TEXTS:
+        enc = wp.encode(text)
+        hidden = hidden_of(model, enc.ids, enc.type_ids)
+        mean = hidden.mean(dim=0)
+        expected["texts"].append({"text": text, "ids": enc.ids, "hidden": rows(hidden),
+                                  "embedding": (mean / mean.norm()).tolist()})
+    for a, b in PAIRS:
+        enc = wp.encode(a, b)
+        expected["pairs"].append({"text_1": a, "text_2": b, "ids": enc.ids, "type_ids": enc.type_ids,
+                                  "hidden": rows(hidden_of(model, enc.ids, enc.type_ids))})
+    (out / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")
+
+    remote = OUT / "nomic_embed_remote"
+    if remote.exists():
+        shutil.rmtree(remote)
+    remote.mkdir(parents=True)
+    config = dict(NOMIC_REMOTE_CONFIG, vocab_size=wp.get_vocab_size())
+    (remote / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    state = nomic_remote_state(model.state_dict())
+    save_file(state, str(remote / "model.safetensors"), metadata={"format": "pt"})
+    shutil.copy(out / "tokenizer.json", remote / "tokenizer.json")
+    reloaded = transformers.NomicBertModel.from_pretrained(str(remote), config=cfg).eval()
+    for t in expected["texts"]:
+        enc = wp.encode(t["text"])
+        assert torch.allclose(hidden_of(reloaded, enc.ids, enc.type_ids), hidden_of(model, enc.ids, enc.type_ids),
+                              atol=1e-6), "transformers reads the remote names back to the same model"
+    print(f"nomic_embed: {len(TEXTS)} texts, {len(PAIRS)} pairs; nomic_embed_remote: {sorted(state)[:4]}...")
+
+
 def main():
+    if sys.argv[1:] == ["nomic"]:
+        ensure_venv(__file__)
+        return write_nomic()
     if sys.argv[1:] == ["truncation"]:
         ensure_venv(__file__)
         return write_truncation()

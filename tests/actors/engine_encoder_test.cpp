@@ -36,6 +36,27 @@ EngineOptions options(const std::string& name, int step_tokens = 64) {
   return o;
 }
 
+// nomic_embed (NomicBertModel, nomic-embed-text-v1.5's layer): its modules.json's mean pooling
+// and Normalize; text and ids give transformers' sentence embeddings.
+TEST(EngineEncoder, NomicBertEmbeddingsMatchTransformers) {
+  auto engine = testing::create_engine(options("nomic_embed"));
+  ASSERT_TRUE(engine);
+  const ModelSummary& m = engine->model();
+  EXPECT_TRUE(m.encoder);
+  EXPECT_EQ(m.pooling, Pooling::mean);
+  EXPECT_TRUE(m.normalize_embeddings);
+  EXPECT_EQ(m.max_context, 128);
+  for (const json& c : expected("nomic_embed")["texts"]) {
+    EmbedOptions text;
+    text.prompt = c["text"];
+    auto e = engine->embed(text);
+    ASSERT_TRUE(e.has_value()) << e.status().to_string();
+    ASSERT_EQ(e->values.size(), 64u);
+    for (size_t i = 0; i < 64; ++i) ASSERT_NEAR(e->values[i], c["embedding"][i].get<double>(), kTol) << text.prompt;
+    EXPECT_EQ(e->prompt_tokens, static_cast<int>(c["ids"].size()));
+  }
+}
+
 // bert_embed: mean pooling and Normalize from its modules.json, as sentence-transformers embeds;
 // text and ids; alone, then all at once (several whole prompts per step); the same again (no
 // prefix of an encoder's prompt is cached).
