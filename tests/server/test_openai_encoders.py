@@ -1,10 +1,12 @@
-"""Encoders (BERT, RoBERTa) served as vLLM serves them, through the real `openai` Python client
+"""Encoders (BERT, RoBERTa, NomicBERT) served as vLLM serves them, through the real `openai` Python client
 against `brigade serve` on the transformers fixtures of scripts/make_encoder_fixtures.py
 (tests/fixtures/encoder/*/expected.json):
 
   bert_embed    /v1/embeddings (client.embeddings.create): sentence-transformers' mean pooling
                 and normalization over transformers' BertModel hidden states; generation routes
                 answer 400 (an encoder does not generate).
+  nomic_embed   /v1/embeddings: NomicBertModel (nomic-embed-text-v1.5's layer) with its mean pooling and
+                normalization, as transformers computes its hidden states.
   bert_cross    /score and /rerank: a BertForSequenceClassification cross-encoder scoring pairs
                 tokenized as the tokenizer's pair, the second text token type 1.
   roberta_cls   /classify: a RobertaForSequenceClassification's softmax and id2label's names.
@@ -66,6 +68,15 @@ def test_sentence_embeddings_match_sentence_transformers():
             client.completions.create(model="bert_embed", prompt="a", max_tokens=2)
         with pytest.raises(openai.BadRequestError, match="an encoder"):
             client.chat.completions.create(model="bert_embed", messages=[{"role": "user", "content": "a"}])
+    finally:
+        stop(proc)
+
+
+def test_nomic_bert_embeddings_match_transformers():
+    want = expected("nomic_embed")["texts"]
+    proc, client = serve("nomic_embed")
+    try:
+        expect_embeddings(client, "nomic_embed", want, 1)
     finally:
         stop(proc)
 
