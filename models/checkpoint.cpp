@@ -1,5 +1,7 @@
 #include "models/checkpoint.h"
 
+#include "models/fused_rows.h"
+
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -8,6 +10,7 @@
 #include "models/alias_configs.h"
 #include "models/chatglm_config.h"
 #include "models/dbrx_config.h"
+#include "models/fused_rows.h"
 #include "models/internlm_config.h"
 #include "models/gemma_config.h"
 #include "models/gpt_decoders_config.h"
@@ -99,6 +102,16 @@ Status Checkpoint::open_directory() {
   }
   if (config_.arch == "glm4_moe" && config_.attn_gate) {  // MiniCPM 5's q|gate per head (models/alias_configs.h)
     BRIGADE_ASSIGN_OR_RETURN(tensors_, split_q_gate_proj(config_, std::move(tensors_), derived_));
+  }
+  if (config_.arch == "nanochat") {  // its ungated MLP's fc1 / fc2 under Llama's up / down names
+    static constexpr std::pair<const char*, const char*> kMlp[] = {{".mlp.fc1.", ".mlp.up_proj."},
+                                                                   {".mlp.fc2.", ".mlp.down_proj."}};
+    std::map<std::string, RawTensor> out;
+    for (auto& [name, t] : tensors_) {
+      t.name = renamed(name, kMlp);
+      out.emplace(t.name, std::move(t));
+    }
+    tensors_ = std::move(out);
   }
   if (config_.arch == "internlm2") {  // InternLM2's names and its wqkv per KV group (models/internlm_config.h)
     BRIGADE_ASSIGN_OR_RETURN(tensors_, internlm2_tensors(config_, std::move(tensors_), derived_));

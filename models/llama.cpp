@@ -218,6 +218,7 @@ class LlamaModel final : public Model {
   StepInputs ints_;
   float embed_scale_ = 0.0f;  // ModelConfig::embed_scale rounded to the activation dtype, as transformers does
   OwnedTensor unit_norm_;     // [head_dim] f32 ones: the weight of ModelConfig::qk_norm_weightless's norms
+  OwnedTensor embed_norm_;    // [hidden] f32 ones: ModelConfig::embed_norm's weightless RMSNorm
   std::unique_ptr<LoraSet> lora_;  // the served LoRA adapters; null when none
   // Gemma 3's or the Qwen2-VL family's vision tower, where the backend runs it at tp 1 (else the
   // model serves text), and M-RoPE: a step with images or shifted sequences rotates by its three
@@ -471,6 +472,8 @@ Status LlamaModel::load(const Checkpoint& ck) {
   rope_.rotary_dim = c.rope_dims();
   rope_.inv_freq = rope_inv_freq_scaled(c.rope_theta, c.rope_dims(), c.rope_scaling);
   rope_.attention_factor = rope_attention_factor(c.rope_scaling);
+  if (c.rope_reversed)  // sin(-a) = -sin(a) exactly: transformers' flipped rotate_half to the bit
+    for (float& f : rope_.inv_freq) f = -f;
   rope_local_ = rope_;
   images_.set_text_rope(rope_);
   if (c.rope_local_theta > 0.0f) {
@@ -482,6 +485,11 @@ Status LlamaModel::load(const Checkpoint& ck) {
     BRIGADE_ASSIGN_OR_RETURN(unit_norm_, alloc_tensor(backend_, DType::f32, 1, c.head_dim));
     const std::vector<float> ones(static_cast<size_t>(c.head_dim), 1.0f);
     backend_.upload(unit_norm_.tensor, ones.data());
+  }
+  if (c.embed_norm) {
+    BRIGADE_ASSIGN_OR_RETURN(embed_norm_, alloc_tensor(backend_, DType::f32, 1, c.hidden_size));
+    const std::vector<float> ones(static_cast<size_t>(c.hidden_size), 1.0f);
+    backend_.upload(embed_norm_.tensor, ones.data());
   }
   BRIGADE_RETURN_IF_ERROR(allocate_scratch());
   if (options_.lora_enabled()) {
@@ -658,6 +666,10 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
   if (config_.embed_scale > 0.0f) backend_.scale(residual, embed_scale_);  // the images' features are not scaled
   if (config_.embedding_multiplier > 0.0f && config_.embedding_multiplier != 1.0f)  // Granite's
     backend_.scale(residual, config_.embedding_multiplier);
+  if (config_.embed_norm) {  // nanochat: the residual starts as the embeddings' RMSNorm
+    backend_.rms_norm(residual, embed_norm_.tensor, config_.rms_eps, delta);
+    backend_.copy(residual, delta);
+  }
   BRIGADE_RETURN_IF_ERROR(images_.put(batch, residual));
   for (int l = 0; l < config_.n_layers; ++l) {
     const DecoderLayer& layer = layers_[static_cast<size_t>(l)];

@@ -90,7 +90,8 @@ std::string llama_variant_arch(const std::string& class_name, const std::string&
       {"MiMoV2FlashForCausalLM", "mimo_v2_flash"}, {"ExaoneMoeForCausalLM", "exaone_moe"},
       {"ExaoneMoEForCausalLM", "exaone_moe"},
       {"InternLM2ForCausalLM", "internlm2"},      {"InternLM3ForCausalLM", "internlm3"},  // internlm_config.h
-      {"MiniCPMForCausalLM", "minicpm"},          {"CwmForCausalLM", "cwm"}};  // (mimo_exaone_config.h; K-EXAONE's first configs' spelling)
+      {"MiniCPMForCausalLM", "minicpm"},          {"CwmForCausalLM", "cwm"},
+      {"NanoChatForCausalLM", "nanochat"}};  // (mimo_exaone_config.h; K-EXAONE's first configs' spelling)
   for (const auto& [cls, type] : kNames)
     if (class_name == cls || (class_name.empty() && model_type == type)) return type;
   return {};
@@ -524,7 +525,33 @@ Status read_cwm(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
+// Karpathy's nanochat (NanoChatForCausalLM: karpathy/nanochat-d32; NanoChatConfig): every RMSNorm
+// without a weight (the layers', the final one and one over the embeddings before layer 0), RoPE
+// with rotate_half's halves swapped and negated (cat(x2, -x1): the rotation by minus the angle),
+// weightless per-head q/k norms after it, an ungated relu² MLP (mlp.fc1, mlp.fc2), the logits
+// soft-capped (final_logit_softcapping, 15 by default).
+Status read_nanochat(const json& j, ModelConfig& c) {
+  std::string act = "relu2";
+  BRIGADE_RETURN_IF_ERROR(read_string(j, "hidden_act", act));
+  if (act != "relu2")
+    return unsupported("config.json: hidden_act '" + act + "' is not supported for nanochat; supported: relu2");
+  c.mlp_activation = MlpActivation::relu2;
+  c.qkv_bias = c.o_bias = c.attention_bias;  // Qwen3Attention's
+  c.norms_weightless = true;
+  c.qk_norm = c.qk_norm_weightless = c.qk_norm_after_rope = true;
+  c.embed_norm = true;
+  c.rope_reversed = true;
+  c.sliding_window = 0;
+  c.final_softcap = 15.0f;
+  if (auto it = j.find("final_logit_softcapping"); it != j.end() && it->is_null()) c.final_softcap = 0.0f;
+  else BRIGADE_RETURN_IF_ERROR(read_float(j, "final_logit_softcapping", c.final_softcap));
+  if (!(c.final_softcap >= 0.0f) || !std::isfinite(c.final_softcap))
+    return invalid_argument("config.json: final_logit_softcapping must be a positive number or null");
+  return Status::ok();
+}
+
 Status read_llama_variant(const json& j, ModelConfig& c) {
+  if (c.arch == "nanochat") return read_nanochat(j, c);
   if (c.arch == "phimoe") return read_phimoe(j, c);  // models/phimoe_config.h
   if (c.arch == "afmoe" || c.arch == "arcee") return read_arcee_family(j, c);  // models/arcee_config.h
   if (c.arch == "mimo_v2_flash" || c.arch == "exaone_moe") return read_mimo_exaone(j, c);  // models/mimo_exaone_config.h

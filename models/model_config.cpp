@@ -59,7 +59,7 @@ constexpr const char* kSupported =
     "Llama4ForCausalLM (llama4_text), "
     "Llama4ForConditionalGeneration (llama4: its language model, text only), MiniMaxM2ForCausalLM (minimax_m2), "
     "CohereForCausalLM (cohere), Cohere2ForCausalLM (cohere2), Dots1ForCausalLM (dots1), PhimoeForCausalLM (phimoe), "
-    "AfmoeForCausalLM (afmoe), ArceeForCausalLM (arcee), GemmaForCausalLM (gemma), Starcoder2ForCausalLM (starcoder2), "
+    "AfmoeForCausalLM (afmoe), ArceeForCausalLM (arcee), NanoChatForCausalLM (nanochat), GemmaForCausalLM (gemma), Starcoder2ForCausalLM (starcoder2), "
     "PhiForCausalLM (phi), StableLmForCausalLM (stablelm), MiMoV2FlashForCausalLM (mimo_v2_flash), "
     "ExaoneMoeForCausalLM (exaone_moe), Jais2ForCausalLM (jais2), NemotronForCausalLM (nemotron), "
     "ExaoneForCausalLM (exaone), FlexOlmoForCausalLM (flex_olmo), GPTNeoXForCausalLM (gpt_neox), "

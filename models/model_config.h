@@ -103,7 +103,10 @@ struct ModelConfig {
   // logit_scale (0 = none).
   bool layer_norms = false;
   bool norms_weightless = false;  // OLMo 1 (OlmoLayerNorm): the decoder's LayerNorms have neither weight nor
-                                  // bias (none stored; unit weights made at load)
+                                  // bias (none stored; unit weights made at load); nanochat's RMSNorms likewise
+  bool embed_norm = false;        // nanochat: a weightless RMSNorm of the embeddings before layer 0
+  bool rope_reversed = false;     // nanochat: rotate_half as cat(x2, -x1), the rotation by minus the angle
+                                  // (inv_freq negated at load)
   bool parallel_blocks = false;
   float logit_scale = 0.0f;
   // Phi-3.5-MoE (phimoe; models/phimoe_config.h): every decoder norm (input_layernorm,

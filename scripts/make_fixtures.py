@@ -867,6 +867,12 @@ def fixtures():
             num_hidden_layers=4, head_dim=16, sliding_window=8,
             rope_parameters={"rope_type": "llama3", "rope_theta": 1000000.0, "factor": 16.0, "low_freq_factor": 1.0,
                              "high_freq_factor": 4.0, "original_max_position_embeddings": 64})),
+        # Karpathy's nanochat (NanoChatForCausalLM, karpathy/nanochat-d32): weightless RMSNorms (one
+        # after the embeddings too), RoPE rotating the other way, weightless q/k norms after it, an
+        # ungated relu² MLP (fc1, fc2), no biases, logits soft-capped at 15; 4 heads over 2 KV heads.
+        "nanochat": ("NanoChatConfig", "NanoChatForCausalLM", base_config(
+            hidden_act="relu2", final_logit_softcapping=15.0, rms_norm_eps=1e-6, bos_token_id=0, eos_token_id=1,
+            pad_token_id=1)),
         # IQuest-Coder-V1 (IQuestCoderForCausalLM; IQuestCoderConfig, run as LlamaForCausalLM), its
         # config.json naming its own class (make_iquestcoder).
         "iquestcoder": ("IQuestCoderConfig", "LlamaForCausalLM", base_config(head_dim=16)),
@@ -1431,7 +1437,7 @@ def make(name, config_cls, model_cls, kw, seed, model=None):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("cwm", "iquestcoder", "solar", "minicpm", "youtu", "bamba", "deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone", "gpt")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("nanochat", "cwm", "iquestcoder", "solar", "minicpm", "youtu", "bamba", "deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone", "gpt")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 

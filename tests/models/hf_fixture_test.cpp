@@ -62,7 +62,7 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                                            "gpt_neox", "gpt_neox_sequential", "gptj", "gpt2", "gpt_bigcode",
                                            "gpt_bigcode_mha", "internlm2", "internlm2_bias", "internlm3",
                                            "chatglm", "minicpm", "minicpm_longrope", "cwm", "iquestcoder",
-                                           "solar_open", "minicpm5_moe", "youtu", "minicpm3"));
+                                           "solar_open", "minicpm5_moe", "youtu", "minicpm3", "nanochat"));
 
 // FP8 checkpoints in the Hub's layouts, dequantized at load (scripts/make_fp8_fixtures.py): quant_method
 // fp8 with 32x32 blocks (Qwen3-FP8; GLM-4.5-FP8's experts too) and with 24x40 blocks partial at the tail (DeepSeek-V3),
@@ -406,6 +406,13 @@ TEST(HfFixtureConfig, LlamaVariantsPiecesMoveTheLogits) {
             100 * kLogitTol);
   EXPECT_LT(max_diff_with_config("cwm", [](nlohmann::json& j) { j.erase("layer_types"); }), kLogitTol)
       << "CwmConfig's default layer_types are the fixture's";
+  // nanochat: its RoPE's direction, the norm over the embeddings and the soft cap each move the
+  // logits; its q/k norms commute with RoPE (weightless over whole heads), so their order does not.
+  EXPECT_GT(max_diff_with_rules("nanochat", [](ModelConfig& c) { c.rope_reversed = false; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_rules("nanochat", [](ModelConfig& c) { c.embed_norm = false; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("nanochat", [](nlohmann::json& j) { j["final_logit_softcapping"] = nullptr; }),
+            100 * kLogitTol);
+  EXPECT_LT(max_diff_with_rules("nanochat", [](ModelConfig& c) { c.qk_norm_after_rope = false; }), kLogitTol);
   // MiniCPM 3: its muP scalings and its halves RoPE (not DeepSeek-V2's pairs) each move the logits.
   EXPECT_GT(max_diff_with_rules("minicpm3", [](ModelConfig& c) { c.embedding_multiplier = 1.0f; }), 100 * kLogitTol);
   EXPECT_GT(max_diff_with_rules("minicpm3", [](ModelConfig& c) { c.logits_scaling = 1.0f; }), 100 * kLogitTol);
