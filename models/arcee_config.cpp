@@ -12,14 +12,6 @@ namespace {
 
 using json = nlohmann::json;
 
-Status require_act(const json& j, const ModelConfig& c, const char* want) {
-  std::string act = want;
-  BRIGADE_RETURN_IF_ERROR(read_string(j, "hidden_act", act));
-  if (act != want)
-    return unsupported("config.json: hidden_act '" + act + "' is not supported for " + c.arch + "; supported: " + want);
-  return Status::ok();
-}
-
 // AfmoeAttention and AfmoeDecoderLayer (arcee_config.h).
 Status read_afmoe(const json& j, ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(require_act(j, c, "silu"));

@@ -166,6 +166,16 @@ Expected<ImageProcessorConfig> parse_image_processor_config(const std::string& j
   return parse_image_processor_config(j);
 }
 
+void append_tile(const std::vector<float>& chw, int width, int height, int tile, int col, int row,
+                 std::vector<float>& out) {
+  for (int c = 0; c < 3; ++c)
+    for (int y = 0; y < tile; ++y) {
+      const float* src = chw.data() + (static_cast<size_t>(c) * height + static_cast<size_t>(row) * tile + y) * width +
+                         static_cast<size_t>(col) * tile;
+      out.insert(out.end(), src, src + tile);
+    }
+}
+
 Image composite_on_white(const Image& image) {
   Image out{image.width, image.height, image.rgb, {}};
   for (size_t i = 0; i < image.alpha.size(); ++i) {

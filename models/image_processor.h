@@ -77,6 +77,11 @@ Expected<ImageProcessorConfig> model_image_processor(const std::string& model_pa
 // bytes. decode_image's errors.
 Expected<std::vector<float>> image_pixels(std::span<const uint8_t> bytes, const ImageProcessorConfig& config);
 
+// One tile's [3, tile, tile] from chw [3, height, width] at tile column col and row row, appended
+// to out (the tiling processors cut their resized image this way: InternVL's, LLaVA-NeXT's).
+void append_tile(const std::vector<float>& chw, int width, int height, int tile, int col, int row,
+                 std::vector<float>& out);
+
 // PIL.Image.alpha_composite(white, image.convert("RGBA")).convert("RGB"): the image over an
 // opaque white background; an image without alpha is returned unchanged.
 Image composite_on_white(const Image& image);

@@ -38,15 +38,6 @@ Status check_tiles(const InternVLImageProcessorConfig& c, const char* min_key, c
   return Status::ok();
 }
 
-// One tile's [3, tile, tile] from chw [3, H, W] at tile column col, row row, appended to out.
-void cut_tile(const std::vector<float>& chw, int width, int height, int tile, int col, int row, std::vector<float>& out) {
-  for (int c = 0; c < 3; ++c)
-    for (int y = 0; y < tile; ++y) {
-      const float* src = chw.data() + (static_cast<size_t>(c) * height + row * tile + y) * width + col * tile;
-      out.insert(out.end(), src, src + tile);
-    }
-}
-
 }  // namespace
 
 Expected<InternVLImageProcessorConfig> parse_internvl_image_processor_config(const json& root) {
@@ -149,7 +140,7 @@ PatchedImage preprocess_internvl(const Image& image, const InternVLImageProcesso
     const int w = cols * c.tile, h = rows * c.tile;
     const std::vector<float> chw = preprocess(resize_rgb(src, w, h, c.steps.resample), steps);
     out.pixels.reserve(size_t{3} * c.tile * c.tile * (cols * rows + 1));
-    for (int i = 0; i < cols * rows; ++i) cut_tile(chw, w, h, c.tile, i % cols, i / cols, out.pixels);
+    for (int i = 0; i < cols * rows; ++i) append_tile(chw, w, h, c.tile, i % cols, i / cols, out.pixels);
     n = cols * rows;
     if (c.use_thumbnail && n > 1) {
       const std::vector<float> thumb = preprocess(resize_rgb(src, c.tile, c.tile, c.steps.resample), steps);

@@ -123,6 +123,14 @@ Status read_clip_qkv(const json& j, ModelConfig& c) {
 
 Status read_exaone_sliding_layers(const json& j, ModelConfig& c) { return read_sliding_layers(j, c, 4); }
 
+Status require_act(const json& j, const ModelConfig& c, const char* want) {
+  std::string act = want;
+  BRIGADE_RETURN_IF_ERROR(read_string(j, "hidden_act", act));
+  if (act != want)
+    return unsupported("config.json: hidden_act '" + act + "' is not supported for " + c.arch + "; supported: " + want);
+  return Status::ok();
+}
+
 void nope_on_full_layers(ModelConfig& c) {
   c.nope_layers.assign(static_cast<size_t>(c.n_layers), false);
   for (int l = 0; l < c.n_layers; ++l) c.nope_layers[static_cast<size_t>(l)] = c.layer_window(l) == 0;
@@ -222,10 +230,7 @@ namespace {
 // (hidden_act xielu, ApertusConfig's default; another is refused by name), and without any RoPE
 // field ApertusConfig's default: llama3 scaling x8 over 8192 positions on base 1.2e7.
 Status read_apertus(const json& j, ModelConfig& c) {
-  std::string act = "xielu";
-  BRIGADE_RETURN_IF_ERROR(read_string(j, "hidden_act", act));
-  if (act != "xielu")
-    return unsupported("config.json: hidden_act '" + act + "' is not supported for apertus; supported: xielu");
+  BRIGADE_RETURN_IF_ERROR(require_act(j, c, "xielu"));
   c.mlp_activation = MlpActivation::xielu;
   c.qk_norm = true;
   c.qkv_bias = c.o_bias = c.attention_bias;
@@ -531,10 +536,7 @@ Status read_cwm(const json& j, ModelConfig& c) {
 // weightless per-head q/k norms after it, an ungated relu² MLP (mlp.fc1, mlp.fc2), the logits
 // soft-capped (final_logit_softcapping, 15 by default).
 Status read_nanochat(const json& j, ModelConfig& c) {
-  std::string act = "relu2";
-  BRIGADE_RETURN_IF_ERROR(read_string(j, "hidden_act", act));
-  if (act != "relu2")
-    return unsupported("config.json: hidden_act '" + act + "' is not supported for nanochat; supported: relu2");
+  BRIGADE_RETURN_IF_ERROR(require_act(j, c, "relu2"));
   c.mlp_activation = MlpActivation::relu2;
   c.qkv_bias = c.o_bias = c.attention_bias;  // Qwen3Attention's
   c.norms_weightless = true;

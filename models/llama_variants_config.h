@@ -54,6 +54,9 @@
 
 namespace brigade {
 
+// config.json's hidden_act, `want` when absent: unsupported naming it and c.arch when another.
+Status require_act(const nlohmann::json& j, const ModelConfig& c, const char* want);
+
 // EXAONE 4's and Cohere2's full-attention layers have no positions ("global NoPE"): nope_layers
 // set on every layer without a window (layer_window 0). Their safetensors and GGUF readers share it.
 void nope_on_full_layers(ModelConfig& c);

@@ -53,16 +53,6 @@ std::array<int, 2> fit_within(int height, int width, int target_h, int target_w)
   return {target_h, std::min(static_cast<int>(std::ceil(width * scale_h)), target_w)};
 }
 
-// One tile's [3, tile, tile] from chw [3, H, W] at tile column col, row row, appended to out.
-void cut_tile(const std::vector<float>& chw, int width, int height, int tile, int col, int row, std::vector<float>& out) {
-  for (int c = 0; c < 3; ++c)
-    for (int y = 0; y < tile; ++y) {
-      const float* src = chw.data() + (static_cast<size_t>(c) * height + static_cast<size_t>(row) * tile + y) * width +
-                         static_cast<size_t>(col) * tile;
-      out.insert(out.end(), src, src + tile);
-    }
-}
-
 }  // namespace
 
 Expected<LlavaNextImageProcessorConfig> parse_llava_next_image_processor_config(const json& root, int tile) {
@@ -154,7 +144,7 @@ PatchedImage preprocess_llava_next(const Image& image, const LlavaNextImageProce
   out.pixels = preprocess(resize_rgb(src, tile, tile, c.steps.resample), steps);  // the base tile
   out.pixels.reserve(size_t{3} * tile * tile * (1 + rows * cols));
   const std::vector<float> chw = preprocess(canvas, steps);
-  for (int i = 0; i < rows * cols; ++i) cut_tile(chw, best_w, best_h, tile, i % cols, i / cols, out.pixels);
+  for (int i = 0; i < rows * cols; ++i) append_tile(chw, best_w, best_h, tile, i % cols, i / cols, out.pixels);
   out.grid_h = image.height;
   out.grid_w = image.width;
   return out;
