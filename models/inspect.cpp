@@ -287,7 +287,7 @@ std::string format_model_info(const ModelInfo& m) {
   char theta[32];
   std::snprintf(theta, sizeof(theta), "%g", static_cast<double>(c.rope_theta));
   s += std::string("rope:          theta ") + theta +
-       (c.rope_style == RopeStyle::neox ? ", neox" : ", interleaved");
+       (c.rope_style == RopeStyle::neox ? ", neox" : ", interleaved") + (c.rope_reversed ? ", reversed (nanochat)" : "");
   if (c.rope_scaling.type != RopeScalingType::none) {
     char factor[32];
     std::snprintf(factor, sizeof(factor), "%g", static_cast<double>(c.rope_scaling.factor));
@@ -395,8 +395,10 @@ std::string format_model_info(const ModelInfo& m) {
   if (!c.encoder &&
       (c.sandwich_norms || c.post_norms || (c.mlp_bias && c.mlp_layers.empty()) ||
        c.mlp_activation != MlpActivation::silu || c.embed_scale > 0.0f || c.final_softcap > 0.0f || c.layer_norms ||
-       c.parallel_blocks || c.logit_scale > 0.0f)) {
+       c.parallel_blocks || c.logit_scale > 0.0f || c.embed_norm)) {
     std::string g;
+    if (c.norms_weightless && !c.layer_norms) g += ", RMSNorms without weight";
+    if (c.embed_norm) g += ", an RMSNorm of the embeddings before layer 0";
     if (c.layer_norms)
       g += std::string(c.norms_weightless ? ", LayerNorms without weight or bias"
                        : c.norm_bias        ? ", LayerNorms with biases"
