@@ -46,7 +46,8 @@ TEST(EngineEncoder, NomicBertEmbeddingsMatchTransformers) {
   EXPECT_EQ(m.pooling, Pooling::mean);
   EXPECT_TRUE(m.normalize_embeddings);
   EXPECT_EQ(m.max_context, 128);
-  for (const json& c : expected("nomic_embed")["texts"]) {
+  const json want = expected("nomic_embed");  // a range-for over a temporary's member would dangle
+  for (const json& c : want["texts"]) {
     EmbedOptions text;
     text.prompt = c["text"];
     auto e = engine->embed(text);

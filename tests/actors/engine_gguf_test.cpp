@@ -144,6 +144,10 @@ struct BpeCase {
   std::string chat_template;  // the real template's name in models.json
 };
 
+// gtest's name for a case (else it prints the struct's bytes, padding included: uninitialised reads
+// under valgrind).
+void PrintTo(const BpeCase& c, std::ostream* os) { *os << c.family; }
+
 class EngineGgufBpe : public ::testing::TestWithParam<BpeCase> {};
 
 TEST_P(EngineGgufBpe, TokenizesLikeTokenizerJsonAndHfTokenizers) {
