@@ -162,7 +162,7 @@ Expected<ModelConfig> read_nomic_bert_config(const json& j) {
     if (auto it = j.find(key); it != j.end() && !it->is_null() && !(it->is_number() && it->get<double>() == 0))
       return unsupported(std::string("config.json: ") + key + " " + it->dump() + " is not supported for nomic_bert" +
                          (std::string(key) == "rotary_scaling_factor" ? " (dynamic NTK RoPE)" : " (its MoE layers)"));
-  if (auto it = j.find("rotary_emb_fraction"); it != j.end() && !it->is_null() && it->get<double>() != 1.0)
+  if (auto it = j.find("rotary_emb_fraction"); it != j.end() && !it->is_null() && (!it->is_number() || it->get<double>() != 1.0))
     return unsupported("config.json: rotary_emb_fraction " + it->dump() + " is not supported for nomic_bert; supported: 1.0");
   c.bos_id = -1;
   BRIGADE_RETURN_IF_ERROR(read_encoder_fields(j, c));

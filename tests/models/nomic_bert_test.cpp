@@ -113,6 +113,8 @@ TEST(NomicBertConfig, RefusesWhatItDoesNotRunByName) {
   refused(remote, "use_rms_norm", true, "use_rms_norm");
   refused(remote, "rotary_emb_interleaved", true, "rotary_emb_interleaved");
   refused(remote, "rotary_emb_fraction", 0.5, "rotary_emb_fraction 0.5");
+  refused(remote, "rotary_emb_fraction", "half", "rotary_emb_fraction \"half\"");
+  refused(remote, "rotary_scaling_factor", "x", "rotary_scaling_factor \"x\"");
   refused(remote, "activation_function", "gelu", "activation_function 'gelu'");
   refused(remote, "moe_every_n_layers", 2, "moe_every_n_layers 2");
   refused(native, "hidden_act", "gelu", "hidden_act 'gelu'");
