@@ -12,11 +12,6 @@ using json = nlohmann::json;
 
 namespace {
 
-const json& processor_fields(const json& root) {
-  const auto it = root.find("image_processor");
-  return it == root.end() || !it->is_object() ? root : *it;
-}
-
 Status read_small_int(const json& j, const char* key, int lo, int hi, int& out) {
   const auto it = j.find(key);
   if (it == j.end() || it->is_null()) return Status::ok();

@@ -127,8 +127,7 @@ uint8_t over_white(uint8_t src, uint32_t alpha) {
 
 Expected<ImageProcessorConfig> parse_image_processor_config(const json& root) {
   if (!root.is_object()) return corrupt("preprocessor_config.json: not a JSON object");
-  const auto nested = root.find("image_processor");  // processor_config.json nests it
-  const json& j = nested != root.end() && nested->is_object() ? *nested : root;
+  const json& j = processor_fields(root);  // processor_config.json nests it
   ImageProcessorConfig c;
   BRIGADE_RETURN_IF_ERROR(read_type(j, c.image_processor_type));
   const bool clip = c.image_processor_type.starts_with("CLIP");
@@ -164,6 +163,26 @@ Expected<ImageProcessorConfig> parse_image_processor_config(const std::string& j
   const json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return corrupt("preprocessor_config.json: not valid JSON");
   return parse_image_processor_config(j);
+}
+
+const json& processor_fields(const json& root) {
+  const auto nested = root.find("image_processor");
+  return nested == root.end() || !nested->is_object() ? root : *nested;
+}
+
+Status read_processor_type(const json& j, std::span<const char* const> valid, const std::string& family,
+                           std::string& out) {
+  if (const json* type = field(j, "image_processor_type")) {
+    if (!type->is_string()) return corrupt("preprocessor_config.json: image_processor_type must be a string");
+    out = type->get<std::string>();
+  }
+  std::string names;
+  for (const char* t : valid) {
+    if (out == t) return Status::ok();
+    names += (names.empty() ? "" : ", ") + std::string(t);
+  }
+  return unsupported("preprocessor_config.json: image_processor_type '" + out + "' is not " + family + "'s; valid: " +
+                     names + " (brigade computes the PIL backend's result)");
 }
 
 void append_tile(const std::vector<float>& chw, int width, int height, int tile, int col, int row,

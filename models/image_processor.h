@@ -77,6 +77,15 @@ Expected<ImageProcessorConfig> model_image_processor(const std::string& model_pa
 // bytes. decode_image's errors.
 Expected<std::vector<float>> image_pixels(std::span<const uint8_t> bytes, const ImageProcessorConfig& config);
 
+// The object holding a processor's fields: processor_config.json's "image_processor", or the root
+// (preprocessor_config.json).
+const nlohmann::json& processor_fields(const nlohmann::json& root);
+
+// A tiling processor's image_processor_type into `out` (kept when absent): corrupt when not a
+// string; unsupported, naming `family` and the `valid` names, when not one of them.
+Status read_processor_type(const nlohmann::json& j, std::span<const char* const> valid, const std::string& family,
+                           std::string& out);
+
 // One tile's [3, tile, tile] from chw [3, height, width] at tile column col and row row, appended
 // to out (the tiling processors cut their resized image this way: InternVL's, LLaVA-NeXT's).
 void append_tile(const std::vector<float>& chw, int width, int height, int tile, int col, int row,

@@ -42,17 +42,9 @@ Status check_tiles(const InternVLImageProcessorConfig& c, const char* min_key, c
 
 Expected<InternVLImageProcessorConfig> parse_internvl_image_processor_config(const json& root) {
   if (!root.is_object()) return corrupt("preprocessor_config.json: not a JSON object");
-  const auto nested = root.find("image_processor");
-  const json& j = nested == root.end() || !nested->is_object() ? root : *nested;
+  const json& j = processor_fields(root);
   InternVLImageProcessorConfig c;
-  if (const json* type = find_field(j, "image_processor_type")) {
-    if (!type->is_string()) return corrupt("preprocessor_config.json: image_processor_type must be a string");
-    c.image_processor_type = type->get<std::string>();
-  }
-  if (std::none_of(std::begin(kValidTypes), std::end(kValidTypes), [&](const char* t) { return c.image_processor_type == t; }))
-    return unsupported("preprocessor_config.json: image_processor_type '" + c.image_processor_type +
-                       "' is not InternVL's; valid: GotOcr2ImageProcessor, GotOcr2ImageProcessorFast, "
-                       "GotOcr2ImageProcessorPil (brigade computes the PIL backend's result)");
+  BRIGADE_RETURN_IF_ERROR(read_processor_type(j, kValidTypes, "InternVL", c.image_processor_type));
   if (const json* size = find_field(j, "size")) {
     if (!size->is_object() || !size->contains("height") || !size->contains("width") || !(*size)["height"].is_number_integer() ||
         (*size)["height"] != (*size)["width"])

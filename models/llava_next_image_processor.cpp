@@ -58,17 +58,9 @@ std::array<int, 2> fit_within(int height, int width, int target_h, int target_w)
 Expected<LlavaNextImageProcessorConfig> parse_llava_next_image_processor_config(const json& root, int tile) {
   if (!root.is_object()) return corrupt("preprocessor_config.json: not a JSON object");
   BRIGADE_CHECK(tile > 0, "a tower's tile size");
-  const auto nested = root.find("image_processor");
-  const json& j = nested == root.end() || !nested->is_object() ? root : *nested;
+  const json& j = processor_fields(root);
   LlavaNextImageProcessorConfig c;
-  if (const json* type = find_field(j, "image_processor_type")) {
-    if (!type->is_string()) return corrupt("preprocessor_config.json: image_processor_type must be a string");
-    c.image_processor_type = type->get<std::string>();
-  }
-  if (std::none_of(std::begin(kValidTypes), std::end(kValidTypes), [&](const char* t) { return c.image_processor_type == t; }))
-    return unsupported("preprocessor_config.json: image_processor_type '" + c.image_processor_type +
-                       "' is not LLaVA-NeXT's; valid: LlavaNextImageProcessor, LlavaNextImageProcessorFast, "
-                       "LlavaNextImageProcessorPil (brigade computes the PIL backend's result)");
+  BRIGADE_RETURN_IF_ERROR(read_processor_type(j, kValidTypes, "LLaVA-NeXT", c.image_processor_type));
   if (const json* pad = find_field(j, "do_pad"); pad != nullptr && !pad->is_boolean())
     return corrupt("preprocessor_config.json: field 'do_pad' must be true, false or null");  // batching only
   c.grid.tile = tile;

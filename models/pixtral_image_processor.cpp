@@ -77,8 +77,7 @@ bool is_pixtral_image_processor_type(const std::string& type) {
 
 Expected<PixtralImageProcessorConfig> parse_pixtral_image_processor_config(const json& root, int merge_size) {
   if (!root.is_object()) return corrupt("preprocessor_config.json: not a JSON object");
-  const auto nested = root.find("image_processor");
-  const json& j = nested == root.end() || !nested->is_object() ? root : *nested;
+  const json& j = processor_fields(root);
   PixtralImageProcessorConfig c;
   c.merge_size = merge_size;
   if (const json* type = find_field(j, "image_processor_type")) {

@@ -52,13 +52,6 @@ Status read_small_int(const json& j, const char* key, int64_t hi, int& out) {
   return Status::ok();
 }
 
-// The object holding the fields: processor_config.json nests them in "image_processor",
-// preprocessor_config.json has them at the top.
-const json& processor_fields(const json& root) {
-  const auto it = root.find("image_processor");
-  return it == root.end() || !it->is_object() ? root : *it;
-}
-
 // image_processor_type, when given, must name a Qwen2-VL processor.
 Status check_processor_type(const json& j, std::string& out) {
   const json* v = find_field(j, "image_processor_type");
