@@ -54,7 +54,7 @@ class BertModel final : public Model {
     OwnedTensor qkv, qkv_b, o, o_b, ln1_w, ln1_b, fc1, fc1_b, fc2, fc2_b, ln2_w, ln2_b;
   };
   bool nomic() const { return config_.arch == "nomic_bert"; }
-  Status load_nomic_layers(const Checkpoint& ck, WeightLoader& w);
+  Status load_nomic_layers(const std::string& prefix, WeightLoader& w);
   // The step's word ids (token types masked off) and type ids; invalid_argument for a step an
   // encoder cannot run (check_encoder_step).
   Status split_tokens(const StepBatch& batch);
@@ -99,8 +99,9 @@ Status BertModel::load(const Checkpoint& ck) {
   BRIGADE_ASSIGN_OR_RETURN(emb_ln_b_, vec(norm(emb_ln, "bias", "beta"), h));
   const LayerNames& names = config_.arch == "distilbert" ? kDistilBertNames : kBertNames;
   layers_.resize(static_cast<size_t>(config_.n_layers));
-  if (nomic()) BRIGADE_RETURN_IF_ERROR(load_nomic_layers(ck, w));
-  for (int l = 0; l < config_.n_layers && !nomic(); ++l) {
+  if (nomic()) BRIGADE_RETURN_IF_ERROR(load_nomic_layers(p, w));
+  const int bert_layers = nomic() ? 0 : config_.n_layers;  // NomicBERT's layers have names of their own
+  for (int l = 0; l < bert_layers; ++l) {
     Layer& L = layers_[static_cast<size_t>(l)];
     const std::string rel = std::string(names.layers) + "." + std::to_string(l) + ".";  // after the prefix
     auto name = [&](const char* part, const char* what) { return p + rel + part + "." + what; };
@@ -141,8 +142,7 @@ Status BertModel::load(const Checkpoint& ck) {
 // The Hub's names (transformers saves NomicBertModel under them too): encoder.layers.<l>.attn.Wqkv
 // (q, k, v stacked), attn.out_proj, mlp.fc11 (up), mlp.fc12 (gate), mlp.fc2, norm1 (after the
 // attention), norm2 (after the MLP); no biases but the norms'.
-Status BertModel::load_nomic_layers(const Checkpoint& ck, WeightLoader& w) {
-  const std::string p = bert_prefix([&](const std::string& n) { return ck.tensors().count(n) > 0; });
+Status BertModel::load_nomic_layers(const std::string& p, WeightLoader& w) {
   const int64_t h = config_.hidden_size, inter = config_.intermediate_size;
   auto vec = [&](const std::string& name, int64_t n) { return w.vector_f32({name}, {n}); };
   for (int l = 0; l < config_.n_layers; ++l) {

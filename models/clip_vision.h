@@ -18,7 +18,7 @@
 // its grid its height x width in pixels); each tile is encoded as an image above, and the image's
 // features are transformers' pack_image_features: the base tile's rows, then the tiles' feature
 // grid cut back to the image's aspect (models/anyres.h), each of its rows followed by
-// image_newline. The tiles of several images share the passes.
+// image_newline. Each image's tiles are encoded in passes of their own, one image after another.
 #pragma once
 
 #include <span>

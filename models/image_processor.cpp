@@ -165,6 +165,22 @@ Expected<ImageProcessorConfig> parse_image_processor_config(const std::string& j
   return parse_image_processor_config(j);
 }
 
+Expected<std::optional<ProcessorJson>> read_processor_json(const std::string& model_path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path dir = fs::is_directory(model_path, ec) ? fs::path(model_path) : fs::path(model_path).parent_path();
+  for (const char* name : {"preprocessor_config.json", "processor_config.json"}) {
+    const fs::path file = dir / name;
+    if (!fs::exists(file, ec)) continue;
+    BRIGADE_ASSIGN_OR_RETURN(std::string text, read_text_file(file.string()));
+    json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) return corrupt(file.string() + ": not valid JSON");
+    if (name == std::string("processor_config.json") && !j.contains("image_processor")) continue;  // no image part
+    return std::optional<ProcessorJson>(ProcessorJson{file.string(), std::move(j)});
+  }
+  return std::optional<ProcessorJson>();
+}
+
 const json& processor_fields(const json& root) {
   const auto nested = root.find("image_processor");
   return nested == root.end() || !nested->is_object() ? root : *nested;

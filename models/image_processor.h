@@ -12,6 +12,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -76,6 +77,15 @@ Expected<ImageProcessorConfig> model_image_processor(const std::string& model_pa
 // decode_image then preprocess: the pixels GenerateOptions::images takes from a PNG or JPEG file's
 // bytes. decode_image's errors.
 Expected<std::vector<float>> image_pixels(std::span<const uint8_t> bytes, const ImageProcessorConfig& config);
+
+// A model directory's processor file, parsed: its preprocessor_config.json, else its
+// processor_config.json when that has an "image_processor" part (models/ may name a file in the
+// directory). nullopt without either; corrupt naming the file when it is not JSON; read errors.
+struct ProcessorJson {
+  std::string file;
+  nlohmann::json root;
+};
+Expected<std::optional<ProcessorJson>> read_processor_json(const std::string& model_path);
 
 // The object holding a processor's fields: processor_config.json's "image_processor", or the root
 // (preprocessor_config.json).

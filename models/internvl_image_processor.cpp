@@ -156,15 +156,8 @@ Expected<InternVLImageProcessorConfig> model_internvl_image_processor(const std:
                               " pixels but the vision tower takes " + std::to_string(tile));
     return c;
   };
-  for (const char* name : {"preprocessor_config.json", "processor_config.json"}) {
-    const fs::path file = dir / name;
-    if (!fs::exists(file, ec)) continue;
-    BRIGADE_ASSIGN_OR_RETURN(std::string text, read_text_file(file.string()));
-    const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) return corrupt(file.string() + ": not valid JSON");
-    if (name == std::string("processor_config.json") && !j.contains("image_processor")) continue;  // no image part
-    return checked(parse_internvl_image_processor_config(j), file);
-  }
+  BRIGADE_ASSIGN_OR_RETURN(const std::optional<ProcessorJson> found, read_processor_json(model_path));
+  if (found) return checked(parse_internvl_image_processor_config(found->root), found->file);
   const fs::path config = dir / "config.json";
   if (fs::exists(config, ec)) {
     BRIGADE_ASSIGN_OR_RETURN(std::string text, read_text_file(config.string()));

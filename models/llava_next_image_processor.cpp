@@ -2,10 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <utility>
 
-#include "models/mapped_file.h"
 
 namespace brigade {
 
@@ -85,20 +83,12 @@ Expected<LlavaNextImageProcessorConfig> parse_llava_next_image_processor_config(
 
 Expected<LlavaNextImageProcessorConfig> model_llava_next_image_processor(const std::string& model_path,
                                                                          const AnyresGrid& grid) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path dir = fs::is_directory(model_path, ec) ? fs::path(model_path) : fs::path(model_path).parent_path();
-  for (const char* name : {"preprocessor_config.json", "processor_config.json"}) {
-    const fs::path file = dir / name;
-    if (!fs::exists(file, ec)) continue;
-    BRIGADE_ASSIGN_OR_RETURN(std::string text, read_text_file(file.string()));
-    const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) return corrupt(file.string() + ": not valid JSON");
-    if (name == std::string("processor_config.json") && !j.contains("image_processor")) continue;  // no image part
-    auto c = parse_llava_next_image_processor_config(j, grid.tile);
-    if (!c) return Status(c.status().code(), file.string() + ": " + c.status().message());
+  BRIGADE_ASSIGN_OR_RETURN(const std::optional<ProcessorJson> found, read_processor_json(model_path));
+  if (found) {
+    auto c = parse_llava_next_image_processor_config(found->root, grid.tile);
+    if (!c) return Status(c.status().code(), found->file + ": " + c.status().message());
     if (c->grid.pinpoints != grid.pinpoints)
-      return invalid_argument(file.string() + ": its image_grid_pinpoints are not config.json's; the model lays out "
+      return invalid_argument(found->file + ": its image_grid_pinpoints are not config.json's; the model lays out "
                               "each image's tiles by config.json's");
     c->grid = grid;
     return c;

@@ -395,7 +395,6 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
       }
       if (v.kind == VisionKind::llava && v.anyres.on()) {  // LLaVA-NeXT: tiles by the image's size; no M-RoPE
         setup.limits.image_anyres = v.anyres;
-        setup.limits.max_image_patches = 0;
       } else if (v.kind == VisionKind::llava) {  // fixed-size images, the grid's tokens (+ the class row); no M-RoPE
         setup.limits.image_grid = v.patches_per_side();
         setup.limits.image_extra_tokens = v.extra_tokens;

@@ -18,21 +18,12 @@ namespace {
 
 using json = nlohmann::json;
 using testing::encoder_hidden_states;
+using testing::typed;
 using testing::TempDir;
 
 std::string dir_of(const std::string& name) { return testing::fixture_dir("encoder/" + name); }
 
 json expected(const std::string& name) { return json::parse(read_text_file(dir_of(name) + "/expected.json").value()); }
-
-// A prompt's ids with its token types in bit 30 (models/bert.h), as the engine sends a pair.
-std::vector<int32_t> typed(const json& c) {
-  auto ids = c["ids"].get<std::vector<int32_t>>();
-  if (c.contains("type_ids")) {
-    const auto types = c["type_ids"].get<std::vector<int>>();
-    for (size_t i = 0; i < ids.size(); ++i) ids[i] = with_token_type(ids[i], types[i]);
-  }
-  return ids;
-}
 
 void expect_rows(const std::vector<std::vector<float>>& got, size_t first, const json& want, const std::string& what) {
   ASSERT_GE(got.size(), first + want.size()) << what;

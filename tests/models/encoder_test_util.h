@@ -1,4 +1,5 @@
-// What the encoder tests (bert_test.cpp, modernbert_test.cpp) share: every row's hidden state of
+// What the encoder tests (bert_test.cpp, nomic_bert_test.cpp, modernbert_test.cpp) share: a case's
+// typed ids, and every row's hidden state of
 // whole prompts run in one step, as the engine runs an encoder's prompts.
 #pragma once
 
@@ -6,13 +7,27 @@
 
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "kvstore/kv_layout.h"
+#include "models/bert.h"
 #include "models/model.h"
 #include "tests/models/model_test_util.h"
 
 namespace brigade::testing {
 
 constexpr int kEncoderPageSize = 16, kEncoderPages = 8;  // 128 positions per sequence
+
+// An expected.json case's ids with its token types (type_ids, when given) in bit 30
+// (models/bert.h), as the engine sends a pair.
+inline std::vector<int32_t> typed(const nlohmann::json& c) {
+  auto ids = c["ids"].get<std::vector<int32_t>>();
+  if (c.contains("type_ids")) {
+    const auto types = c["type_ids"].get<std::vector<int>>();
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = with_token_type(ids[i], types[i]);
+  }
+  return ids;
+}
 
 // Every row's hidden state of `prompts` run whole, all in one step (sequence s in its own pages),
 // in the order of the prompts. A failed forward is a test failure, or, with `status`, reported

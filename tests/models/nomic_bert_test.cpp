@@ -19,19 +19,11 @@ namespace {
 
 using json = nlohmann::json;
 using testing::encoder_hidden_states;
+using testing::typed;
 using testing::TempDir;
 
 std::string dir_of(const std::string& name) { return testing::fixture_dir("encoder/" + name); }
 json read_json(const std::string& path) { return json::parse(read_text_file(path).value()); }
-
-std::vector<int32_t> typed(const json& c) {
-  auto ids = c["ids"].get<std::vector<int32_t>>();
-  if (c.contains("type_ids")) {
-    const auto types = c["type_ids"].get<std::vector<int>>();
-    for (size_t i = 0; i < ids.size(); ++i) ids[i] = with_token_type(ids[i], types[i]);
-  }
-  return ids;
-}
 
 // The largest |difference| of got's rows from first on against want's rows.
 double worst_difference(const std::vector<std::vector<float>>& got, size_t first, const json& want) {
