@@ -424,7 +424,7 @@ class Backend {
 
   // ---- vision encoders (Gemma 3's SigLIP tower, models/gemma3_vision.h; the Qwen2-VL family's
   // towers, models/qwen_vision.h) ----
-  // Whether gelu_tanh, gelu, quick_gelu, scatter_rows, attention's AttentionMeta::attend_until
+  // Whether gelu_tanh, gelu, quick_gelu, scatter_rows, blend_rows, attention's AttentionMeta::attend_until
   // and rope's RopeConfig::sections are implemented; a model loads its vision tower only where
   // they are (else it serves text).
   virtual bool supports_vision() const { return false; }
@@ -459,6 +459,13 @@ class Backend {
   virtual void scatter_rows(const Tensor& y, const Tensor& rows, const Tensor& src) {
     (void)y, (void)rows, (void)src;
     BRIGADE_CHECK(false, "scatter_rows on a backend without vision ops (supports_vision)");
+  }
+  // out[i] = sum over k < K of weights[i, k] * x[rows[i, k]], summed in k order: x [n, d] and
+  // out [r, d] f32, rows [r, K] i32 inside [0, n), weights [r, K] f32. LLaVA-OneVision's bilinear
+  // resize of an image's feature grid (models/clip_vision.h; K = 4 taps).
+  virtual void blend_rows(const Tensor& x, const Tensor& rows, const Tensor& weights, const Tensor& out) {
+    (void)x, (void)rows, (void)weights, (void)out;
+    BRIGADE_CHECK(false, "blend_rows on a backend without vision ops (supports_vision)");
   }
   // y[rows[i]] += src[i] for i < r: y [n, d] and src [r, d] activations, rows [r] i32 distinct,
   // inside [0, n). How a LoRA adapter's delta joins the rows of its sequences (models/lora.h).

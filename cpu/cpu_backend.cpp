@@ -157,6 +157,9 @@ class CpuBackend final : public Backend {
   void scatter_rows(const Tensor& y, const Tensor& rows, const Tensor& src) override {
     cpu::scatter_rows(ctx_, y, rows, src);
   }
+  void blend_rows(const Tensor& x, const Tensor& rows, const Tensor& weights, const Tensor& out) override {
+    cpu::blend_rows(ctx_, x, rows, weights, out);
+  }
   bool supports_moe() const override { return true; }
   void moe_route(const Tensor& router_logits, const MoeRouting& r, const Tensor& ids,
                  const Tensor& weights) override {

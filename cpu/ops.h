@@ -113,6 +113,7 @@ void gelu_tanh(const CpuContext& c, const Tensor& x);
 void gelu(const CpuContext& c, const Tensor& x);
 void quick_gelu(const CpuContext& c, const Tensor& x);
 void scatter_rows(const CpuContext& c, const Tensor& y, const Tensor& rows, const Tensor& src);
+void blend_rows(const CpuContext& c, const Tensor& x, const Tensor& rows, const Tensor& weights, const Tensor& out);
 
 // ssm_ops.cpp (Backend::supports_ssm)
 void ssm_conv(const CpuContext& c, const Tensor& in, int64_t col, const Tensor& weight, const Tensor& bias,

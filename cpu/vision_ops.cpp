@@ -1,5 +1,5 @@
 // The CPU side of the vision encoder ops (Backend::supports_vision): layer_norm, gelu_tanh, gelu,
-// quick_gelu and scatter_rows. Arithmetic in f32 in the order torch's CPU kernels use for these
+// quick_gelu, scatter_rows and blend_rows. Arithmetic in f32 in the order torch's CPU kernels use for these
 // shapes (mean, then the mean of squared deviations), so the towers match transformers closely.
 #include <algorithm>
 #include <cmath>
@@ -82,6 +82,35 @@ void scatter_rows(const CpuContext& c, const Tensor& y, const Tensor& rows, cons
       BRIGADE_CHECK(idx[i] >= 0 && idx[i] < n, "scatter_rows: row index inside y");
       std::memcpy(static_cast<char*>(y.data) + static_cast<size_t>(idx[i]) * row_bytes,
                   static_cast<const char*>(src.data) + static_cast<size_t>(i) * row_bytes, row_bytes);
+    }
+  });
+}
+
+void blend_rows(const CpuContext& c, const Tensor& x, const Tensor& rows, const Tensor& weights, const Tensor& out) {
+  const int64_t n = x.dim(0), d = x.row_numel(), r = out.dim(0);
+  BRIGADE_CHECK(x.dtype == DType::f32 && out.dtype == DType::f32 && out.row_numel() == d,
+                "blend_rows: x [n, d] and out [r, d] f32");
+  BRIGADE_CHECK(rows.dtype == DType::i32 && weights.dtype == DType::f32 && r > 0 && rows.numel() % r == 0 &&
+                    weights.numel() == rows.numel(),
+                "blend_rows: rows [r, K] i32 and weights [r, K] f32");
+  const int64_t k = rows.numel() / r;
+  const auto* idx = rows.as<const int32_t>();
+  const auto* w = weights.as<const float>();
+  const auto* src = x.as<const float>();
+  auto* dst = out.as<float>();
+  c.pool->parallel_for(r, row_grain(d), [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) {
+      float* o = dst + i * d;
+      for (int64_t j = 0; j < k; ++j) {
+        const int32_t row = idx[i * k + j];
+        BRIGADE_CHECK(row >= 0 && row < n, "blend_rows: row index inside x");
+        const float wj = w[i * k + j];
+        const float* s = src + int64_t{row} * d;
+        if (j == 0)
+          for (int64_t col = 0; col < d; ++col) o[col] = wj * s[col];
+        else
+          for (int64_t col = 0; col < d; ++col) o[col] += wj * s[col];
+      }
     }
   });
 }

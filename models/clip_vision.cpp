@@ -65,7 +65,7 @@ Status ClipVision::load(WeightLoader& w, Backend& backend, const VisionConfig& v
 
 double ClipVision::flops(const StepImage& im) const {
   if (!v_.anyres.on()) return flops_per_tile();
-  return (1.0 + anyres_layout(v_.anyres, im.grid_h, im.grid_w).tiles()) * flops_per_tile();
+  return (1.0 + anyres_layout(v_.anyres, im.grid_h, im.grid_w).tiles()) * flops_per_tile();  // 0 tiles: base only
 }
 
 double ClipVision::flops_per_tile() const {
@@ -89,6 +89,10 @@ Status ClipVision::allocate_scratch() {
     const int64_t newline = anyres_max_tiles(v_.anyres) * f;
     BRIGADE_ASSIGN_OR_RETURN(sc_.tile_features, alloc_tensor(b, f32, newline + 1, text_hidden_));
     BRIGADE_ASSIGN_OR_RETURN(sc_.pack_rows, alloc_tensor(b, DType::i32, 1, anyres_max_tokens(v_.anyres)));
+    if (v_.anyres.onevision()) {
+      BRIGADE_ASSIGN_OR_RETURN(sc_.blend_rows, alloc_tensor(b, DType::i32, anyres_max_tokens(v_.anyres), 4));
+      BRIGADE_ASSIGN_OR_RETURN(sc_.blend_weights, alloc_tensor(b, f32, anyres_max_tokens(v_.anyres), 4));
+    }
     b.copy(sc_.tile_features.tensor.rows(newline, 1), Tensor(image_newline_.tensor.data, f32, {1, text_hidden_}));
   }
   return Status::ok();
@@ -96,10 +100,7 @@ Status ClipVision::allocate_scratch() {
 
 Status ClipVision::check_image(const StepImage& im) const {
   if (!v_.anyres.on()) return check_square_image(im, v_, /*check_grid=*/true);
-  if (im.grid_h <= 0 || im.grid_w <= 0 || im.grid_h > kMaxImageSide || im.grid_w > kMaxImageSide)
-    return invalid_argument("an image of this vision tower gives its height x width in pixels, each in [1, " +
-                            std::to_string(kMaxImageSide) + "]; got " + std::to_string(im.grid_h) + " x " +
-                            std::to_string(im.grid_w));
+  BRIGADE_RETURN_IF_ERROR(check_anyres_size(v_.anyres, im.grid_h, im.grid_w, "an image of this vision tower"));
   const int tiles = 1 + anyres_layout(v_.anyres, im.grid_h, im.grid_w).tiles();
   const size_t want = size_t{3} * v_.image_size * v_.image_size * static_cast<size_t>(tiles);
   if (im.pixels == nullptr || im.pixels->size() != want)
@@ -139,7 +140,7 @@ Status ClipVision::encode(std::span<const StepImage> images, const Tensor& out) 
 
 Status ClipVision::encode_anyres(const StepImage& im, const Tensor& out) {
   const AnyresLayout l = anyres_layout(v_.anyres, im.grid_h, im.grid_w);
-  const int side = v_.anyres.side, f = n_features();
+  const int f = n_features();
   const size_t tile_floats = size_t{3} * v_.image_size * v_.image_size;
   std::vector<const float*> tiles;
   for (int t = 0; t <= l.tiles(); ++t) tiles.push_back(im.pixels->data() + static_cast<size_t>(t) * tile_floats);
@@ -148,22 +149,59 @@ Status ClipVision::encode_anyres(const StepImage& im, const Tensor& out) {
     encode_pass(tiles, first, n, all);
     return Status::ok();
   }));
-  // pack_image_features: the base tile's rows, then each kept row of the tiles' grid and a newline.
+  // pack_image_features: the base tile's rows, then each kept row of the tiles' grid and a newline
+  // (a base-only image: its one newline).
   const auto newline = static_cast<int32_t>(all.dim(0) - 1);
+  if (l.resized()) return blend_anyres(l, newline, all, out);
   std::vector<int32_t> rows;
   rows.reserve(static_cast<size_t>(out.dim(0)));
   for (int r = 0; r < f; ++r) rows.push_back(r);
   for (int y = l.row0; y < l.row0 + l.rows; ++y) {
-    for (int x = l.col0; x < l.col0 + l.cols; ++x) {
-      const int tile = 1 + (y / side) * l.tile_cols + x / side;
-      rows.push_back(tile * f + (y % side) * side + x % side);
-    }
+    for (int x = l.col0; x < l.col0 + l.cols; ++x) rows.push_back(tile_feature(l, y, x));
     rows.push_back(newline);
   }
+  if (l.tiles() == 0) rows.push_back(newline);
   BRIGADE_CHECK(static_cast<int64_t>(rows.size()) == out.dim(0), "LLaVA-NeXT packs image_features rows");
   const Tensor ids(sc_.pack_rows.tensor.data, DType::i32, {static_cast<int64_t>(rows.size())});
   backend_->upload(ids, rows.data());
   backend_->gather_rows(all, ids, out);
+  return Status::ok();
+}
+
+int32_t ClipVision::tile_feature(const AnyresLayout& l, int y, int x) const {
+  const int side = v_.anyres.side, tile = 1 + (y / side) * l.tile_cols + x / side;
+  return static_cast<int32_t>(tile * n_features() + (y % side) * side + x % side);
+}
+
+Status ClipVision::blend_anyres(const AnyresLayout& l, int32_t newline, const Tensor& all, const Tensor& out) {
+  // interpolate(mode="bilinear") of the kept rows x cols grid to out_rows x out_cols: each
+  // feature is its four taps' rows, row tap 0 with column taps 0 and 1, then row tap 1 with both.
+  const int f = n_features();
+  const std::vector<BilinearTap> ys = bilinear_taps(l.rows, l.out_rows), xs = bilinear_taps(l.cols, l.out_cols);
+  std::vector<int32_t> rows;
+  std::vector<float> weights;
+  rows.reserve(static_cast<size_t>(out.dim(0)) * 4);
+  weights.reserve(static_cast<size_t>(out.dim(0)) * 4);
+  const auto copy_row = [&](int32_t row) {
+    rows.insert(rows.end(), {row, row, row, row});
+    weights.insert(weights.end(), {1.0f, 0.0f, 0.0f, 0.0f});
+  };
+  for (int r = 0; r < f; ++r) copy_row(r);
+  for (const BilinearTap& y : ys) {
+    for (const BilinearTap& x : xs) {
+      const int y0 = l.row0 + y.i0, y1 = l.row0 + y.i1, x0 = l.col0 + x.i0, x1 = l.col0 + x.i1;
+      rows.insert(rows.end(), {tile_feature(l, y0, x0), tile_feature(l, y0, x1), tile_feature(l, y1, x0),
+                               tile_feature(l, y1, x1)});
+      weights.insert(weights.end(), {y.w0 * x.w0, y.w0 * x.w1, y.w1 * x.w0, y.w1 * x.w1});
+    }
+    copy_row(newline);
+  }
+  const auto n = static_cast<int64_t>(rows.size() / 4);
+  BRIGADE_CHECK(n == out.dim(0), "LLaVA-OneVision packs image_features rows");
+  const Tensor ids(sc_.blend_rows.tensor.data, DType::i32, {n, 4}), w(sc_.blend_weights.tensor.data, DType::f32, {n, 4});
+  backend_->upload(ids, rows.data());
+  backend_->upload(w, weights.data());
+  backend_->blend_rows(all, ids, w, out);
   return Status::ok();
 }
 

@@ -19,6 +19,9 @@
 // features are transformers' pack_image_features: the base tile's rows, then the tiles' feature
 // grid cut back to the image's aspect (models/anyres.h), each of its rows followed by
 // image_newline. Each image's tiles are encoded in passes of their own, one image after another.
+// LLaVA-OneVision (anyres.onevision()): that grid is first resized bilinearly where
+// anyres_max_N says (one blend_rows of four taps a feature, newlines included); a base-only image
+// (grid 0 x 0, one tile) is its tile's rows and one image_newline.
 #pragma once
 
 #include <span>
@@ -60,6 +63,8 @@ class ClipVision {
     // LLaVA-NeXT: one image's tiles' features then image_newline [max tiles * F + 1, text_hidden],
     // and the rows of it each of the image's features takes.
     OwnedTensor tile_features, pack_rows;
+    // LLaVA-OneVision's resize: four rows of tile_features and their weights per feature.
+    OwnedTensor blend_rows, blend_weights;
   };
   int n_positions() const { return v_.n_patches() + (v_.class_token ? 1 : 0); }
   double flops_per_tile() const;
@@ -67,8 +72,13 @@ class ClipVision {
   Status check_image(const StepImage& im) const;
   // One pass over tiles [first, first + n) (each [3, S, S]) into out rows [first * F, (first + n) * F).
   void encode_pass(std::span<const float* const> tiles, size_t first, int n, const Tensor& out);
-  // LLaVA-NeXT: one image's tiles encoded and packed into out [image_features, text_hidden].
+  // LLaVA-NeXT / OneVision: one image's tiles encoded and packed into out [image_features, text_hidden].
   Status encode_anyres(const StepImage& im, const Tensor& out);
+  // The row of `all` (encode_anyres' tile features) holding the tiles' feature grid's (y, x).
+  int32_t tile_feature(const AnyresLayout& l, int y, int x) const;
+  // LLaVA-OneVision's resized grid (l.resized()): the base tile's rows, then each row of the
+  // resized grid and a newline (row `newline` of all), into out by blend_rows.
+  Status blend_anyres(const AnyresLayout& l, int32_t newline, const Tensor& all, const Tensor& out);
   // Adds hidden state `x`'s kept rows times linear_1's column block `block` into proj (the first
   // block writes it, with the bias).
   void project_state(const Tensor& x, int n, size_t block);

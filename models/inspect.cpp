@@ -74,6 +74,7 @@ std::string format_model_info(const ModelInfo& m) {
                       : c.vision.kind == VisionKind::qwen2_5_vl ? "Qwen2_5_VLForConditionalGeneration"
                       : c.vision.kind == VisionKind::qwen2_vl ? "Qwen2VLForConditionalGeneration"
                       : c.vision.kind == VisionKind::qwen3_vl ? "Qwen3VLForConditionalGeneration"
+                      : c.vision.kind == VisionKind::llava && c.vision.anyres.onevision() ? "LlavaOnevisionForConditionalGeneration"
                       : c.vision.kind == VisionKind::llava && c.vision.anyres.on() ? "LlavaNextForConditionalGeneration"
                       : c.vision.kind == VisionKind::llava ? "LlavaForConditionalGeneration"
                       : c.vision.kind == VisionKind::internvl ? "InternVLForConditionalGeneration"
@@ -122,6 +123,10 @@ std::string format_model_info(const ModelInfo& m) {
       for (const auto& [h, w] : v.anyres.pinpoints) pins += (pins.empty() ? "" : " ") + std::to_string(h) + "x" + std::to_string(w);
       s += "images of any size as a base tile and the tiles of the best of " + pins + " (height x width), up to " +
            std::to_string(anyres_max_tokens(v.anyres)) + " tokens per image with image_newline";
+      if (v.anyres.onevision())
+        s += ", resized to about " + std::to_string(v.anyres.max_area) + " tiles' features (anyres_max_" +
+             std::to_string(v.anyres.max_area) + "); " + std::to_string(anyres_tokens(v.anyres, 0, 0)) +
+             " tokens for each image of a prompt with several";
     } else {
       s += std::to_string(v.image_tokens(v.patches_per_side(), v.patches_per_side())) + " tokens per image";
     }

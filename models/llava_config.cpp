@@ -57,13 +57,17 @@ Status read_tower(const json& j, VisionConfig& v) {
   const bool absent = it == j.end() || it->is_null();
   if (!absent && !it->is_object()) return corrupt("config.json: vision_config is not an object");
   const json c = absent ? json::object() : *it;
-  const std::string type = type_of(c, "clip_vision_model");
+  const bool onevision = is_llava_onevision(j);
+  const std::string type = type_of(c, onevision ? "siglip_vision_model" : "clip_vision_model");
   if (type != "clip_vision_model" && type != "siglip_vision_model")
     return unsupported("config.json: vision_config.model_type '" + type +
                        "' of LlavaForConditionalGeneration is not supported; supported: clip_vision_model, "
                        "siglip_vision_model");
   v.class_token = type == "clip_vision_model";
-  if (absent)  // LlavaConfig's vision_config: CLIP ViT-L/14 at 336 pixels
+  if (onevision && absent)  // LlavaOnevisionConfig's vision_config: SigLIP so400m/14 at 384 pixels
+    v.hidden_size = 1152, v.intermediate_size = 4304, v.n_layers = 26, v.n_heads = 16, v.image_size = 384,
+    v.patch_size = 14;
+  else if (absent)  // LlavaConfig's vision_config: CLIP ViT-L/14 at 336 pixels
     v.hidden_size = 1024, v.intermediate_size = 4096, v.n_layers = 24, v.n_heads = 16, v.image_size = 336,
     v.patch_size = 14;
   else if (v.class_token)  // CLIPVisionConfig
@@ -87,13 +91,13 @@ Status read_tower(const json& j, VisionConfig& v) {
   BRIGADE_RETURN_IF_ERROR(read_int(c, "num_channels", channels, false));
   if (channels != 3)
     return unsupported("config.json: vision_config.num_channels " + std::to_string(channels) + "; supported: 3");
-  BRIGADE_RETURN_IF_ERROR(check_vit_sizes(v));
+  BRIGADE_RETURN_IF_ERROR(check_vit_sizes(v, /*partial_patches=*/true));  // Conv2d's stride drops the rest
   return Status::ok();
 }
 
 // vision_feature_layer (an int or a list) as hidden_states indices in [0, n_layers].
 Status read_feature_layers(const json& j, VisionConfig& v) {
-  std::vector<int64_t> raw = {-2};
+  std::vector<int64_t> raw = {is_llava_onevision(j) ? -1 : -2};
   const auto it = j.find("vision_feature_layer");
   if (it != j.end() && !it->is_null()) {
     raw.clear();
@@ -116,21 +120,27 @@ Status read_feature_layers(const json& j, VisionConfig& v) {
   return Status::ok();
 }
 
-// LLaVA-NeXT's image_grid_pinpoints (LlavaNextConfig's five llava-v1.6 ones when absent): each a
-// [height, width] of whole tiles. The features of a tile must be its patches' grid, which only
-// CLIP under "default" (the class row dropped) and SigLIP under "full" give.
+// LLaVA-NeXT's image_grid_pinpoints (LlavaNextConfig's five llava-v1.6 ones when absent;
+// LlavaOnevisionConfig's 36, 1x1 to 6x6 tiles of 384 pixels): each a [height, width] of whole
+// tiles. The features of a tile must be its patches' grid, which only CLIP under "default" (the
+// class row dropped) and SigLIP under "full" give. LLaVA-OneVision also reads
+// vision_aspect_ratio ("anyres_max_N", LlavaOnevisionConfig's anyres_max_9).
 Status read_pinpoints(const json& j, VisionConfig& v) {
+  const bool onevision = is_llava_onevision(j);
+  const char* arch = onevision ? "LlavaOnevisionForConditionalGeneration" : "LlavaNextForConditionalGeneration";
   if (v.extra_tokens != 0)
     return unsupported(std::string("config.json: vision_feature_select_strategy '") +
                        (v.class_token ? "full" : "default") + "' with a " + (v.class_token ? "CLIP" : "SigLIP") +
                        " tower gives a tile " + std::to_string(v.n_patches() + v.extra_tokens) +
-                       " features, not its " + std::to_string(v.n_patches()) +
-                       " patches, which LlavaNextForConditionalGeneration lays out in rows; supported: CLIP with "
-                       "default, SigLIP with full");
+                       " features, not its " + std::to_string(v.n_patches()) + " patches, which " + arch +
+                       " lays out in rows; supported: CLIP with default, SigLIP with full");
   v.anyres.tile = v.image_size;
   v.anyres.side = v.patches_per_side();
   const auto it = j.find("image_grid_pinpoints");
-  if (it == j.end() || it->is_null()) {
+  if ((it == j.end() || it->is_null()) && onevision) {
+    for (int h = 1; h <= 6; ++h)
+      for (int w = 1; w <= 6; ++w) v.anyres.pinpoints.push_back({384 * h, 384 * w});
+  } else if (it == j.end() || it->is_null()) {
     for (const auto& p : std::vector<std::array<int, 2>>{{336, 672}, {672, 336}, {672, 672}, {1008, 336}, {336, 1008}})
       v.anyres.pinpoints.push_back(p);
   } else {
@@ -149,17 +159,39 @@ Status read_pinpoints(const json& j, VisionConfig& v) {
       return unsupported("config.json: image_grid_pinpoints [" + std::to_string(h) + ", " + std::to_string(w) +
                          "] is not a grid of at most " + std::to_string(kMaxTiles) + " whole tiles of the tower's " +
                          std::to_string(v.image_size) + " pixels");
+  if (!onevision) return Status::ok();
+  // LlavaOnevisionModel.pack_image_features: int(vision_aspect_ratio.strip("anyres_max_")).
+  std::string aspect = "anyres_max_9";
+  BRIGADE_RETURN_IF_ERROR(read_string(j, "vision_aspect_ratio", aspect));
+  const std::string prefix = "anyres_max_";
+  const std::string n = aspect.starts_with(prefix) ? aspect.substr(prefix.size()) : "";
+  if (n.empty() || n.size() > 4 || !std::all_of(n.begin(), n.end(), [](char ch) { return ch >= '0' && ch <= '9'; }) ||
+      std::stoi(n) <= 0)
+    return unsupported("config.json: vision_aspect_ratio '" + aspect +
+                       "'; supported: anyres_max_N for a positive N (LLaVA-OneVision's anyres_max_9)");
+  v.anyres.max_area = std::stoi(n);
+  if (!anyres_resize_keeps_rows(v.anyres))
+    return unsupported("config.json: vision_aspect_ratio " + aspect +
+                       " resizes some image's features to no rows or columns under these image_grid_pinpoints");
   return Status::ok();
 }
 
 }  // namespace
+
+bool is_llava_onevision(const json& j) {
+  const auto a = j.find("architectures");
+  if (a != j.end() && a->is_array())
+    for (const json& name : *a)
+      if (name.is_string() && name.get<std::string>() == "LlavaOnevisionForConditionalGeneration") return true;
+  return type_of(j, "") == "llava_onevision";
+}
 
 bool is_llava_next(const json& j) {
   const auto a = j.find("architectures");
   if (a != j.end() && a->is_array())
     for (const json& name : *a)
       if (name.is_string() && name.get<std::string>() == "LlavaNextForConditionalGeneration") return true;
-  return type_of(j, "") == "llava_next";
+  return type_of(j, "") == "llava_next" || is_llava_onevision(j);
 }
 
 bool is_llava(const json& j) {
@@ -174,7 +206,7 @@ Expected<json> llava_text_config(const json& j) {
   const auto it = j.find("text_config");
   if (it != j.end() && !it->is_null() && !it->is_object()) return corrupt("config.json: text_config is not an object");
   const json text = it == j.end() || it->is_null() ? json::object() : *it;
-  const std::string type = type_of(text, "llama");
+  const std::string type = type_of(text, is_llava_onevision(j) ? "qwen2" : "llama");
   BRIGADE_ASSIGN_OR_RETURN(auto defaults, text_defaults(type));
   json wrapper = j;
   wrapper["text_config"] = text;
@@ -194,7 +226,8 @@ Expected<VisionConfig> read_llava_vision(const json& j, int text_vocab) {
   v.merge = 1, v.temporal_patch = 1;
   BRIGADE_RETURN_IF_ERROR(read_tower(j, v));
   BRIGADE_RETURN_IF_ERROR(read_feature_layers(j, v));
-  std::string strategy = "default";
+  const bool onevision = is_llava_onevision(j);
+  std::string strategy = onevision ? "full" : "default";
   BRIGADE_RETURN_IF_ERROR(read_string(j, "vision_feature_select_strategy", strategy));
   if (strategy != "default" && strategy != "full")
     return unsupported("config.json: vision_feature_select_strategy '" + strategy + "'; supported: default, full");
@@ -205,7 +238,7 @@ Expected<VisionConfig> read_llava_vision(const json& j, int text_vocab) {
   BRIGADE_RETURN_IF_ERROR(check_act("projector_hidden_act", v.projector_act));
   v.projector_bias = true;
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "multimodal_projector_bias", v.projector_bias));
-  v.image_token = 32000;
+  v.image_token = onevision ? 151646 : 32000;
   BRIGADE_RETURN_IF_ERROR(read_int(j, "image_token_index", v.image_token, false));
   BRIGADE_RETURN_IF_ERROR(read_int(j, "image_token_id", v.image_token, false));
   if (v.image_token < 0 || v.image_token >= text_vocab)

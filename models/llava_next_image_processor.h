@@ -1,4 +1,5 @@
-// LLaVA-NeXT's image preprocessing (LlavaNextImageProcessor): a decoded Image to the tiles the
+// LLaVA-NeXT's image preprocessing (LlavaNextImageProcessor, and LLaVA-OneVision's
+// LlavaOnevisionImageProcessor, which tiles a lone image the same way): a decoded Image to the tiles the
 // CLIP / SigLIP tower reads (models/clip_vision.h with VisionConfig::anyres), as transformers 5's
 // PIL backend computes them:
 //   p = LlavaNextImageProcessorPil(**preprocessor_config)(images=pil_image)
@@ -33,6 +34,7 @@ namespace brigade {
 
 struct LlavaNextImageProcessorConfig {
   std::string image_processor_type = "LlavaNextImageProcessor";
+  bool onevision = false;  // LlavaOnevisionImageProcessor: its defaults, and several images' base-only form
   AnyresGrid grid;  // tile: the S of the tiles; side unused here; pinpoints: image_grid_pinpoints
   // The steps shared with image_processor.h, with LlavaNextImageProcessor's defaults (CLIP's):
   // bicubic, OpenAI CLIP's mean / std.
@@ -40,9 +42,11 @@ struct LlavaNextImageProcessorConfig {
 };
 
 // Reads preprocessor_config.json (or a processor_config.json's "image_processor"). Errors name
-// the field: unsupported for another image_processor_type (LlavaNextImageProcessor, its Fast and
-// Pil names), corrupt for image_grid_pinpoints that are not [height, width] pairs of positive
-// ints (LlavaNextImageProcessor's five llava-v1.6 pinpoints when absent), and
+// the field: unsupported for another image_processor_type (LlavaNextImageProcessor,
+// LlavaOnevisionImageProcessor, their Fast and Pil names), corrupt for image_grid_pinpoints that
+// are not [height, width] pairs of positive ints (LlavaNextImageProcessor's five llava-v1.6
+// pinpoints when absent; LlavaOnevisionImageProcessor's 36, with its size 384 x 384 and no center
+// crop), and
 // parse_image_processor_config's. `tile` is the tower's image_size: a resize or crop to another
 // size, or a pinpoint that is not whole tiles, is refused.
 Expected<LlavaNextImageProcessorConfig> parse_llava_next_image_processor_config(const nlohmann::json& j, int tile);
@@ -51,13 +55,20 @@ Expected<LlavaNextImageProcessorConfig> parse_llava_next_image_processor_config(
 // config.json give `grid`: its preprocessor_config.json (or processor_config.json), else
 // LlavaNextImageProcessor's defaults at the tower's size with grid's pinpoints. The parse errors
 // prefixed with the file's path; invalid_argument when the file's pinpoints are not config.json's
-// (the model lays out the tiles by its own).
+// (the model lays out the tiles by its own) or its type is not the model's (LLaVA-OneVision's
+// processor for a LLaVA-OneVision model, LLaVA-NeXT's for the others).
 Expected<LlavaNextImageProcessorConfig> model_llava_next_image_processor(const std::string& model_path,
                                                                          const AnyresGrid& grid);
 
 // The image's base tile and tiles [1 + tiles, 3, S, S] f32, grid_h x grid_w its height x width.
 // `image` must hold decoded pixels.
 PatchedImage preprocess_llava_next(const Image& image, const LlavaNextImageProcessorConfig& config);
+
+// LLaVA-OneVision's form of an image in a prompt with several (LlavaOnevisionImageProcessor's
+// need_patching false): the image padded square (centred, the padding int(image_mean * 255) per
+// channel), resized to S x S, rescaled and normalized: [1, 3, S, S], grid 0 x 0 (base only,
+// models/anyres.h). `image` must hold decoded pixels.
+PatchedImage preprocess_llava_onevision_base(const Image& image, const LlavaNextImageProcessorConfig& config);
 
 // decode_image then preprocess_llava_next.
 Expected<PatchedImage> llava_next_image_pixels(std::span<const uint8_t> bytes, const LlavaNextImageProcessorConfig& config);

@@ -124,9 +124,12 @@ Expected<std::vector<int32_t>> check_step_images(const StepBatch& b, const Visio
   std::vector<int32_t> until(b.positions.begin(), b.positions.end());
   std::vector<bool> taken(static_cast<size_t>(n), false);
   for (const StepImage& im : b.images) {
-    if (v.dynamic() && (im.grid_h <= 0 || im.grid_w <= 0 || im.grid_h % v.merge != 0 || im.grid_w % v.merge != 0))
+    if (v.anyres.on()) {
+      BRIGADE_RETURN_IF_ERROR(check_anyres_size(v.anyres, im.grid_h, im.grid_w, "the image at row " + str(im.row)));
+    } else if (v.dynamic() && (im.grid_h <= 0 || im.grid_w <= 0 || im.grid_h % v.merge != 0 || im.grid_w % v.merge != 0)) {
       return invalid_argument("the image at row " + str(im.row) + " has a grid of " + str(im.grid_h) + " x " +
                               str(im.grid_w) + " patches; each side must be a positive multiple of " + str(v.merge));
+    }
     const int t = v.image_tokens(im.grid_h, im.grid_w);
     if (im.first < 0 || im.first >= t)
       return invalid_argument("the image at row " + str(im.row) + " starts at its token " + str(im.first) +

@@ -376,7 +376,7 @@ Expected<VisionConfig> read_glm4v_vision(const json& j, int text_vocab, bool moe
   return v;
 }
 
-Status check_vit_sizes(const VisionConfig& v) {
+Status check_vit_sizes(const VisionConfig& v, bool partial_patches) {
   const std::pair<const char*, int> sizes[] = {{"hidden_size", v.hidden_size}, {"intermediate_size", v.intermediate_size},
                                                {"num_hidden_layers", v.n_layers}, {"num_attention_heads", v.n_heads},
                                                {"image_size", v.image_size}, {"patch_size", v.patch_size}};
@@ -387,9 +387,10 @@ Status check_vit_sizes(const VisionConfig& v) {
   if (v.hidden_size % v.n_heads != 0)
     return invalid_argument("config.json: vision_config.hidden_size " + std::to_string(v.hidden_size) +
                             " is not a whole number of num_attention_heads " + std::to_string(v.n_heads));
-  if (v.image_size % v.patch_size != 0)
+  if (partial_patches ? v.image_size < v.patch_size : v.image_size % v.patch_size != 0)
     return invalid_argument("config.json: vision_config.image_size " + std::to_string(v.image_size) +
-                            " is not whole patches of " + std::to_string(v.patch_size));
+                            (partial_patches ? " is smaller than one patch of " : " is not whole patches of ") +
+                            std::to_string(v.patch_size));
   if (!(v.eps > 0.0f)) return invalid_argument("config.json: vision_config.layer_norm_eps must be positive");
   return Status::ok();
 }

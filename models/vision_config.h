@@ -30,8 +30,9 @@ enum class VisionKind : uint8_t {
   llava,          // LlavaForConditionalGeneration: a CLIP or SigLIP tower (models/clip_vision.h) read at
                   // vision_feature_layer, LlavaMultiModalProjector (linear, act, linear); fixed-size
                   // images of a grid of image_size / patch_size patches a side, merge 1;
-                  // LlavaNextForConditionalGeneration (anyres on): images of any size in tiles, their
-                  // grid the image's height x width in pixels (models/anyres.h)
+                  // LlavaNextForConditionalGeneration and LlavaOnevisionForConditionalGeneration
+                  // (anyres on): images of any size in tiles, their grid the image's height x width
+                  // in pixels (models/anyres.h)
   glm4v,          // Glm4vForConditionalGeneration / Glm4vMoeForConditionalGeneration (GLM-4.1V, 4.5V,
                   // 4.6V): RMSNorm, gated SiLU MLP, full attention, bicubic position embeddings, a
                   // downsample convolution and a gated merger (models/glm4v_vision.cpp)
@@ -87,9 +88,10 @@ struct VisionConfig {
   std::vector<int> feature_layers;
   int extra_tokens = 0;
   std::string projector_act;
-  // LLaVA-NeXT: image_grid_pinpoints (anyres.on()); an image's grid_h x grid_w is then its height
-  // and width in pixels, its pixels the base tile and the tiles ([1 + tiles, 3, S, S]), and its
-  // tokens anyres_tokens (the image_newline rows included).
+  // LLaVA-NeXT and LLaVA-OneVision: image_grid_pinpoints (anyres.on(); OneVision's
+  // vision_aspect_ratio in anyres.max_area); an image's grid_h x grid_w is then its height and
+  // width in pixels (OneVision: or 0 x 0, its base tile alone), its pixels the base tile and the
+  // tiles ([1 + tiles, 3, S, S]), and its tokens anyres_tokens (the image_newline rows included).
   AnyresGrid anyres;
   // GLM-4.1V: the merger's gated MLP width (vision_config.intermediate_size; the blocks' MLP is
   // out_hidden_size wide, held in intermediate_size), and whether attn.qkv has a bias
@@ -210,7 +212,9 @@ Expected<VisionConfig> read_glm4v_vision(const nlohmann::json& config, int text_
 
 // A fixed-size ViT's sizes as read from vision_config (LLaVA's CLIP / SigLIP, InternViT):
 // invalid_argument naming the field for a non-positive size, a hidden_size not whole heads, an
-// image_size not whole patches, a non-positive layer_norm_eps.
-Status check_vit_sizes(const VisionConfig& v);
+// image_size not whole patches (partial_patches: smaller than one patch; the patch convolution's
+// stride then drops the last image_size % patch_size pixels of each side, as SigLIP so400m/14 at
+// 384 pixels does), a non-positive layer_norm_eps.
+Status check_vit_sizes(const VisionConfig& v, bool partial_patches = false);
 
 }  // namespace brigade

@@ -98,8 +98,9 @@ SimpleResponse cache_reset_route(ServerContext& ctx, std::string_view target) {
   return SimpleResponse{200, "application/json", body.dump()};
 }
 
-// The chat's image parts as pixels (Engine::load_image): data: URLs only, since the server fetches
-// nothing; the model's own template wrote its image marker for each part.
+// The chat's image parts as pixels (Engine::load_image, for a prompt of them all): data: URLs
+// only, since the server fetches nothing; the model's own template wrote its image marker for each
+// part.
 Status load_images(ServerContext& ctx, CompletionRequest& r) {
   for (size_t i = 0; i < r.image_urls.size(); ++i) {
     const std::string& url = r.image_urls[i];
@@ -109,7 +110,7 @@ Status load_images(ServerContext& ctx, CompletionRequest& r) {
                                    "(data:image/png;base64,... or data:image/jpeg;base64,...)");
     auto bytes = decode_data_url(url);
     if (!bytes) return Status(bytes.status().code(), at + bytes.status().message());
-    auto pixels = ctx.engine.load_image(*bytes);
+    auto pixels = ctx.engine.load_image(*bytes, static_cast<int>(r.image_urls.size()));
     if (!pixels) return Status(pixels.status().code(), at + pixels.status().message());
     r.gen.images.push_back(std::move(*pixels));
   }

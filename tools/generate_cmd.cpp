@@ -163,7 +163,7 @@ int run_generate(const GenerateArgs& a) {
     std::ifstream in(path, std::ios::binary);
     if (!in) return fail(not_found("cannot read the --image file " + path));
     const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    auto pixels = (*engine)->load_image(bytes);
+    auto pixels = (*engine)->load_image(bytes, static_cast<int>(a.images.size()));
     if (!pixels) return fail(Status(pixels.status().code(), "--image " + path + ": " + pixels.status().message()));
     req.images.push_back(std::move(*pixels));
   }

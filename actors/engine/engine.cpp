@@ -377,6 +377,7 @@ class EngineImpl final : public Engine {
   // `network`: load CAF's middleman (remote instances); an engine of local instances opens no
   // socket and starts no I/O thread.
   explicit EngineImpl(bool network) : system_(prepared_config(cfg_, network)) {}
+  using Engine::load_image;
 
   ~EngineImpl() override {
     // Running beam searches first: once abandoned, none submits or forgets anything more.
@@ -561,9 +562,14 @@ class EngineImpl final : public Engine {
     }
     return out;
   }
-  Expected<ImagePixels> load_image(std::span<const uint8_t> bytes) const override {
+  Expected<ImagePixels> load_image(std::span<const uint8_t> bytes, int prompt_images) const override {
+    if (prompt_images < 1)
+      return invalid_argument("load_image: a prompt of " + std::to_string(prompt_images) + " images holds none");
     if (llava_next_image_processor_) {  // LLaVA-NeXT: the base tile and the tiles; the image's size
-      BRIGADE_ASSIGN_OR_RETURN(PatchedImage image, llava_next_image_pixels(bytes, *llava_next_image_processor_));
+      const LlavaNextImageProcessorConfig& c = *llava_next_image_processor_;
+      BRIGADE_ASSIGN_OR_RETURN(Image decoded, decode_image(bytes));
+      PatchedImage image = c.onevision && prompt_images > 1 ? preprocess_llava_onevision_base(decoded, c)
+                                                            : preprocess_llava_next(decoded, c);
       return ImagePixels{std::make_shared<const std::vector<float>>(std::move(image.pixels)), image.grid_h, image.grid_w};
     }
     if (internvl_image_processor_) {  // InternVL: the image's tiles, a column of them

@@ -54,11 +54,8 @@ Status check_image(const SeqImage& im, size_t k, const SchedulerLimits& l) {
                               "] pixels (" + std::to_string(n_floats) + " floats); got " + std::to_string(got));
     return Status::ok();
   }
-  if (l.image_anyres.on()) {  // LLaVA-NeXT: the image's size in pixels, its base tile and tiles
-    if (im.grid_h <= 0 || im.grid_w <= 0 || im.grid_h > kMaxImageSide || im.grid_w > kMaxImageSide)
-      return invalid_argument(which + " is " + std::to_string(im.grid_h) + " x " + std::to_string(im.grid_w) +
-                              " pixels; this model's images give their height x width in pixels, each in [1, " +
-                              std::to_string(kMaxImageSide) + "]");
+  if (l.image_anyres.on()) {  // LLaVA-NeXT / OneVision: the image's size in pixels, its base tile and tiles
+    BRIGADE_RETURN_IF_ERROR(check_anyres_size(l.image_anyres, im.grid_h, im.grid_w, which));
     const int tiles = 1 + anyres_layout(l.image_anyres, im.grid_h, im.grid_w).tiles(), s = l.image_anyres.tile;
     const size_t want = size_t{3} * static_cast<size_t>(s) * static_cast<size_t>(s) * static_cast<size_t>(tiles);
     if (got != want)

@@ -80,10 +80,8 @@ Expected<std::string> expand_image_markers(std::string_view text, capnp::List<sc
     int rows = 1, cols = m.tokens_per_image;
     if (m.anyres.on() && n_markers < n_images) {
       const auto im = images[n_markers];
-      if (im.getGridH() <= 0 || im.getGridW() <= 0 || im.getGridH() > kMaxImageSide || im.getGridW() > kMaxImageSide)
-        return invalid_argument("image " + std::to_string(n_markers) + " is " + std::to_string(im.getGridH()) + " x " +
-                                std::to_string(im.getGridW()) + " pixels; each side must lie in [1, " +
-                                std::to_string(kMaxImageSide) + "]");
+      BRIGADE_RETURN_IF_ERROR(
+          check_anyres_size(m.anyres, im.getGridH(), im.getGridW(), "image " + std::to_string(n_markers)));
       cols = anyres_tokens(m.anyres, im.getGridH(), im.getGridW());
     } else if (m.merge > 0 && n_markers < n_images) {
       const auto im = images[n_markers];
@@ -285,7 +283,7 @@ ImageMarkers image_markers(const Tokenizer* tokenizer, const VisionConfig& v) {
     if (v.image_token < 0 || v.image_token >= n) return {};
     ImageMarkers m;
     m.image_piece = m.marker = tokenizer->token_to_piece(v.image_token);
-    if (v.anyres.on()) m.anyres = v.anyres;  // LlavaNextProcessor: as many as the image's size gives
+    if (v.anyres.on()) m.anyres = v.anyres;  // LlavaNext / LlavaOnevisionProcessor: as the image's size gives
     else m.tokens_per_image = v.image_tokens(v.patches_per_side(), v.patches_per_side());
     return m;
   }

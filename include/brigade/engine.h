@@ -660,7 +660,12 @@ class Engine {
   // tower's size; exact to Pillow and transformers' Gemma3ImageProcessor). unsupported when no
   // instance takes images (or the model's processor file asks for what brigade lacks, named);
   // invalid_argument for bytes that are not a whole PNG or JPEG (the reason named). Thread-safe.
-  virtual Expected<ImagePixels> load_image(std::span<const uint8_t> bytes) const = 0;
+  Expected<ImagePixels> load_image(std::span<const uint8_t> bytes) const { return load_image(bytes, 1); }
+  // The same for one of a prompt's `prompt_images` images, where the processor treats a prompt of
+  // several images otherwise: LLaVA-OneVision's (LlavaOnevisionImageProcessor) makes each of two
+  // or more its base tile alone, the image padded square (grid 0 x 0, models/anyres.h), where a
+  // lone image is tiled. Other models' images do not depend on it.
+  virtual Expected<ImagePixels> load_image(std::span<const uint8_t> bytes, int prompt_images) const = 0;
 };
 
 }  // namespace brigade

@@ -6,7 +6,10 @@
 // chunks anywhere, and a prefix-cache match may end inside one. LLaVA-NeXT (tests/fixtures/llava_next,
 // scripts/make_llava_next_fixtures.py): load_image runs LlavaNextImageProcessor (the image's size as
 // its grid, its base tile and tiles as its pixels), the scheduler and the tokenizer count each
-// image's tokens from its size as LlavaNextProcessor does.
+// image's tokens from its size as LlavaNextProcessor does. LLaVA-OneVision
+// (tests/fixtures/llava_onevision, scripts/make_llava_onevision_fixtures.py): the same for a lone
+// image, with anyres_max_9's resize in the count; an image loaded for a prompt of several is its
+// base tile alone (grid 0 x 0, 50 tokens).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -228,6 +231,107 @@ TEST(EngineVisionLlavaNext, BadImageRequestsAreRefusedNamingTheProblem) {
   GenerateOptions zero = request(images, c);
   zero.images[0].grid_h = 0;
   testing::expect_refused(*engine, zero, "height x width in pixels");
+  testing::expect_greedy_run(*engine, request(images, c), c.greedy);
+}
+
+// ---- LLaVA-OneVision ----
+
+constexpr int kOnevisionImages = 6;
+
+// The fixture's images for its cases (and its chats'): k < 6 image k alone, 6 + k image k as one
+// of several (base only), as load_image makes them.
+std::vector<ImagePixels> load_onevision_images(Engine& engine) {
+  const std::string dir = kFixtures + "llava_onevision";
+  std::vector<ImagePixels> out = testing::load_fixture_images(engine, dir, kOnevisionImages);
+  const std::vector<ImagePixels> several = testing::load_fixture_images(engine, dir, kOnevisionImages, 2);
+  out.insert(out.end(), several.begin(), several.end());
+  return out;
+}
+
+// expected.json's cases, then its chats with their images numbered as load_onevision_images does.
+std::vector<LlavaCase> read_onevision_cases() {
+  std::vector<LlavaCase> out = read_cases("llava_onevision");
+  std::ifstream in(kFixtures + "llava_onevision/expected.json");
+  const size_t n_cases = nlohmann::json::parse(in).at("cases").size();
+  for (size_t i = n_cases; i < out.size(); ++i)
+    if (out[i].images.size() > 1)
+      for (int& k : out[i].images) k += kOnevisionImages;
+  return out;
+}
+
+// Whole prompts and steps of 32 and 7 tokens: a lone image loads with its size as its grid (and
+// its tiles), an image for a prompt of several as its base tile (grid 0 x 0), and every prompt
+// (runs of 89 to 499 image tokens, resized grids included, or 50 per image of several)
+// continues as transformers'.
+TEST(EngineVisionLlavaOnevision, PromptsWithImagesContinueAsTransformers) {
+  const std::string dir = kFixtures + "llava_onevision";
+  const auto cases = read_onevision_cases();
+  for (int step_tokens : {0, 32, 7}) {
+    EngineOptions o = step_tokens > 0 ? testing::chunked_engine_options(dir) : testing::test_engine_options(dir, 2);
+    if (step_tokens > 0) o.topology.instances.front().scheduler.max_step_tokens = step_tokens;
+    auto engine = create_engine(o);
+    ASSERT_NE(engine, nullptr);
+    ASSERT_TRUE(engine->model().takes_images());
+    const std::vector<ImagePixels> images = load_onevision_images(*engine);
+    ASSERT_EQ(images.size(), 2u * kOnevisionImages);
+    EXPECT_EQ(images[2].grid_h, 150);
+    EXPECT_EQ(images[2].grid_w, 170);
+    EXPECT_EQ(images[2].pixels->size(), 31u * 3 * 30 * 30);  // the base tile and 5 x 6 tiles
+    EXPECT_EQ(images[kOnevisionImages + 2].grid_h, 0);
+    EXPECT_EQ(images[kOnevisionImages + 2].pixels->size(), 3u * 30 * 30);
+    for (const LlavaCase& c : cases)
+      testing::expect_greedy_run(*engine, request(images, c), c.greedy, "steps of " + std::to_string(step_tokens) + ", ");
+  }
+}
+
+// The chats' text through the tokenizer: a lone `<image>` becomes as many image tokens as its
+// image's size and anyres_max_9 give, each of two 50, the ids transformers' processor made.
+TEST(EngineVisionLlavaOnevision, ChatTextExpandsEachImageAsTheProcessorDoes) {
+  const std::string dir = kFixtures + "llava_onevision";
+  auto engine = create_engine(testing::test_engine_options(dir, 1));
+  ASSERT_NE(engine, nullptr);
+  std::ifstream in(dir + "/expected.json");
+  const nlohmann::json j = nlohmann::json::parse(in);
+  ASSERT_EQ(j.at("chats").size(), 2u);
+  for (const auto& c : j.at("chats")) {
+    std::vector<int> which;
+    for (const auto& part : c.at("parts"))
+      if (part.is_number()) which.push_back(part.get<int>());
+    const std::vector<ImagePixels> images =
+        testing::load_fixture_images(*engine, dir, kOnevisionImages, static_cast<int>(which.size()));
+    GenerateOptions g;
+    g.prompt = c.at("text").get<std::string>();
+    g.add_bos = false;
+    for (int i : which) g.images.push_back(images.at(static_cast<size_t>(i)));
+    g.max_tokens = static_cast<int>(c.at("greedy").size());
+    g.sampling.temperature = 0.0f;
+    g.ignore_eos = true;
+    auto done = engine->generate(g);
+    ASSERT_TRUE(done.has_value()) << done.status().to_string();
+    EXPECT_EQ(done->prompt_tokens, static_cast<int>(c.at("prompt").size()));
+    EXPECT_EQ(done->token_ids, c.at("greedy").get<std::vector<int32_t>>()) << g.prompt;
+  }
+}
+
+// A base-only grid (0 x 0) with a lone image's tiles, or a negative size, is refused naming the
+// problem; the engine keeps serving.
+TEST(EngineVisionLlavaOnevision, BadImageRequestsAreRefusedNamingTheProblem) {
+  const std::string dir = kFixtures + "llava_onevision";
+  const auto cases = read_onevision_cases();
+  auto engine = create_engine(testing::test_engine_options(dir, 1));
+  ASSERT_NE(engine, nullptr);
+  const std::vector<ImagePixels> images = load_onevision_images(*engine);
+  const LlavaCase& c = cases[1];  // 2 text tokens, then image 0 alone
+  ASSERT_EQ(c.images, std::vector<int>{0});
+  GenerateOptions tiled_as_base = request(images, c);
+  tiled_as_base.images[0].grid_h = tiled_as_base.images[0].grid_w = 0;
+  testing::expect_refused(*engine, tiled_as_base, "image 0 of 0 x 0 pixels must be its base tile and 0 tiles");
+  GenerateOptions negative = request(images, c);
+  negative.images[0].grid_h = -3;
+  testing::expect_refused(*engine, negative, "or 0 x 0 for an image that is its base tile alone");
+  auto none = engine->load_image(std::vector<uint8_t>{1, 2, 3}, 0);
+  ASSERT_FALSE(none.has_value());
+  EXPECT_NE(none.status().message().find("holds none"), std::string::npos) << none.status().message();
   testing::expect_greedy_run(*engine, request(images, c), c.greedy);
 }
 

@@ -15,13 +15,14 @@
 
 namespace brigade::testing {
 
-// The PNG images dir/image{k}.png, k < n, as engine.load_image makes them.
-inline std::vector<ImagePixels> load_fixture_images(Engine& engine, const std::string& dir, int n) {
+// The PNG images dir/image{k}.png, k < n, as engine.load_image makes them for a prompt of
+// `prompt_images` images.
+inline std::vector<ImagePixels> load_fixture_images(Engine& engine, const std::string& dir, int n, int prompt_images = 1) {
   std::vector<ImagePixels> out;
   for (int k = 0; k < n; ++k) {
     std::ifstream in(dir + "/image" + std::to_string(k) + ".png", std::ios::binary);
     const std::vector<uint8_t> png{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-    auto image = engine.load_image(png);
+    auto image = engine.load_image(png, prompt_images);
     EXPECT_TRUE(image.has_value()) << image.status().to_string();
     if (image) out.push_back(*image);
   }

@@ -180,7 +180,7 @@ TEST(LlavaNextImageProcessor, RefusesWhatDisagreesWithTheTower) {
   EXPECT_EQ(ok->grid.pinpoints.size(), 5u);
   EXPECT_EQ(ok->steps.resample, Resample::bicubic);
   const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> bad = {
-      {[](nlohmann::json& j) { j["image_processor_type"] = "CLIPImageProcessor"; }, "'CLIPImageProcessor' is not LLaVA-NeXT's"},
+      {[](nlohmann::json& j) { j["image_processor_type"] = "CLIPImageProcessor"; }, "'CLIPImageProcessor' is not LLaVA-NeXT / LLaVA-OneVision's"},
       {[](nlohmann::json& j) { j["crop_size"] = {{"height", 24}, {"width", 24}}; }, "24x24"},
       {[](nlohmann::json& j) { j["size"] = {{"shortest_edge", 30}}; }, "shortest edge of 30"},
       {[](nlohmann::json& j) { j["image_grid_pinpoints"] = {{28, 30}}; }, "[28, 30] is not whole tiles"},

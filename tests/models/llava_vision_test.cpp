@@ -159,7 +159,7 @@ TEST(LlavaVisionConfig, RefusesWhatItCannotRunByName) {
       {[](nlohmann::json& j) { j["vision_config"]["hidden_act"] = "relu"; }, "vision_config.hidden_act 'relu'"},
       {[](nlohmann::json& j) { j["vision_config"]["model_type"] = "pixtral"; }, "vision_config.model_type 'pixtral'"},
       {[](nlohmann::json& j) { j["vision_config"]["num_channels"] = 4; }, "vision_config.num_channels 4"},
-      {[](nlohmann::json& j) { j["vision_config"]["image_size"] = 30; }, "image_size 30 is not whole patches"},
+      {[](nlohmann::json& j) { j["vision_config"]["image_size"] = 3; }, "image_size 3 is smaller than one patch of 4"},
       {[](nlohmann::json& j) { j["vision_feature_layer"] = -5; }, "vision_feature_layer -5"},
       {[](nlohmann::json& j) { j["vision_feature_layer"] = {0, 4}; }, "vision_feature_layer 4"},
       {[](nlohmann::json& j) { j["vision_feature_layer"] = "last"; }, "vision_feature_layer must be"},
