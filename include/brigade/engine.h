@@ -66,12 +66,12 @@ struct SamplingOptions {
 enum class ResponseFormat { text, json_object, json_schema, choice, regex, grammar };
 
 // An image as the model's vision tower takes it, preprocessed as the model's image processor does
-// (models/image_processor.h, models/qwen_image_processor.h). Fixed-size images (Gemma 3):
-// pixels [3, S, S] f32, channels first (ModelSummary::image_size), grid 0 x 0. Dynamic-resolution
-// images (the Qwen2-VL family): the processor's patch rows [grid_h * grid_w, 3 * temporal *
-// patch * patch] f32 for a grid of grid_h x grid_w patches (multiples of image_merge).
-// LLaVA-NeXT's: its base tile and tiles [1 + tiles, 3, S, S] f32, grid_h x grid_w the image's
-// height x width in pixels (its tiles' layout and token count follow from it: models/anyres.h).
+// (models/image_processor.h, models/qwen_image_processor.h). Fixed-size images (Gemma 3): pixels
+// [3, S, S] f32, channels first (ModelSummary::image_size), grid 0 x 0. Dynamic-resolution images
+// (the Qwen2-VL family): the processor's patch rows [grid_h * grid_w, 3 * temporal * patch * patch]
+// f32 for a grid of grid_h x grid_w patches (multiples of image_merge). LLaVA-NeXT's / OneVision's:
+// its base tile and tiles [1 + tiles, 3, S, S] f32, grid_h x grid_w its height x width in pixels
+// (models/anyres.h); OneVision's image of a prompt with several: its base tile [1, 3, S, S], grid 0 x 0.
 struct ImagePixels {
   std::shared_ptr<const std::vector<float>> pixels;
   int grid_h = 0;
