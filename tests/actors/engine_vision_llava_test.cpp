@@ -147,25 +147,41 @@ TEST(EngineVisionLlavaCache, BadImageRequestsAreRefusedNamingTheProblem) {
 
 // ---- LLaVA-NeXT ----
 
-// The chats' text (the template's, `<image>` where each image goes) and their images.
-struct LlavaNextChat {
+// A fixture's chats: their text (the template's, `<image>` where each image goes) and their images.
+struct LlavaChat {
   std::string text;
   std::vector<int> images;
   std::vector<int32_t> prompt, greedy;
 };
 
-std::vector<LlavaNextChat> read_next_chats() {
-  std::ifstream in(kFixtures + "llava_next/expected.json");
+std::vector<LlavaChat> read_chats(const std::string& fixture) {
+  std::ifstream in(kFixtures + fixture + "/expected.json");
   const nlohmann::json j = nlohmann::json::parse(in);
-  std::vector<LlavaNextChat> out;
+  std::vector<LlavaChat> out;
   for (const auto& c : j.at("chats")) {
-    LlavaNextChat chat{c.at("text").get<std::string>(), {}, c.at("prompt").get<std::vector<int32_t>>(),
+    LlavaChat chat{c.at("text").get<std::string>(), {}, c.at("prompt").get<std::vector<int32_t>>(),
                        c.at("greedy").get<std::vector<int32_t>>()};
     for (const auto& part : c.at("parts"))
       if (part.is_number()) chat.images.push_back(part.get<int>());
     out.push_back(std::move(chat));
   }
   return out;
+}
+
+// The chat's text with its images (fixture images, by the chat's indices) runs greedily to
+// transformers' tokens, its prompt as long as the processor's.
+void expect_chat_continues(Engine& engine, const LlavaChat& chat, const std::vector<ImagePixels>& images) {
+  GenerateOptions g;
+  g.prompt = chat.text;
+  g.add_bos = false;
+  for (int i : chat.images) g.images.push_back(images.at(static_cast<size_t>(i)));
+  g.max_tokens = static_cast<int>(chat.greedy.size());
+  g.sampling.temperature = 0.0f;
+  g.ignore_eos = true;
+  auto done = engine.generate(g);
+  ASSERT_TRUE(done.has_value()) << done.status().to_string();
+  EXPECT_EQ(done->prompt_tokens, static_cast<int>(chat.prompt.size()));
+  EXPECT_EQ(done->token_ids, chat.greedy) << chat.text;
 }
 
 // Whole prompts and steps of 32 and 7 tokens: the PNGs load with their sizes as grids, and every
@@ -198,19 +214,7 @@ TEST(EngineVisionLlavaNext, ChatTextExpandsEachImageByItsSize) {
   auto engine = create_engine(testing::test_engine_options(dir, 1));
   ASSERT_NE(engine, nullptr);
   const std::vector<ImagePixels> images = testing::load_fixture_images(*engine, dir, 5);
-  for (const LlavaNextChat& chat : read_next_chats()) {
-    GenerateOptions g;
-    g.prompt = chat.text;
-    g.add_bos = false;
-    for (int i : chat.images) g.images.push_back(images.at(static_cast<size_t>(i)));
-    g.max_tokens = static_cast<int>(chat.greedy.size());
-    g.sampling.temperature = 0.0f;
-    g.ignore_eos = true;
-    auto done = engine->generate(g);
-    ASSERT_TRUE(done.has_value()) << done.status().to_string();
-    EXPECT_EQ(done->prompt_tokens, static_cast<int>(chat.prompt.size()));
-    EXPECT_EQ(done->token_ids, chat.greedy) << chat.text;
-  }
+  for (const LlavaChat& chat : read_chats("llava_next")) expect_chat_continues(*engine, chat, images);
 }
 
 // An image whose pixels are not its size's tiles, or a run of another length, is refused naming
@@ -290,27 +294,11 @@ TEST(EngineVisionLlavaOnevision, ChatTextExpandsEachImageAsTheProcessorDoes) {
   const std::string dir = kFixtures + "llava_onevision";
   auto engine = create_engine(testing::test_engine_options(dir, 1));
   ASSERT_NE(engine, nullptr);
-  std::ifstream in(dir + "/expected.json");
-  const nlohmann::json j = nlohmann::json::parse(in);
-  ASSERT_EQ(j.at("chats").size(), 2u);
-  for (const auto& c : j.at("chats")) {
-    std::vector<int> which;
-    for (const auto& part : c.at("parts"))
-      if (part.is_number()) which.push_back(part.get<int>());
-    const std::vector<ImagePixels> images =
-        testing::load_fixture_images(*engine, dir, kOnevisionImages, static_cast<int>(which.size()));
-    GenerateOptions g;
-    g.prompt = c.at("text").get<std::string>();
-    g.add_bos = false;
-    for (int i : which) g.images.push_back(images.at(static_cast<size_t>(i)));
-    g.max_tokens = static_cast<int>(c.at("greedy").size());
-    g.sampling.temperature = 0.0f;
-    g.ignore_eos = true;
-    auto done = engine->generate(g);
-    ASSERT_TRUE(done.has_value()) << done.status().to_string();
-    EXPECT_EQ(done->prompt_tokens, static_cast<int>(c.at("prompt").size()));
-    EXPECT_EQ(done->token_ids, c.at("greedy").get<std::vector<int32_t>>()) << g.prompt;
-  }
+  const std::vector<LlavaChat> chats = read_chats("llava_onevision");
+  ASSERT_EQ(chats.size(), 2u);
+  for (const LlavaChat& chat : chats)  // the images as load_image makes them for a prompt of the chat's
+    expect_chat_continues(*engine, chat,
+                          testing::load_fixture_images(*engine, dir, kOnevisionImages, static_cast<int>(chat.images.size())));
 }
 
 // A base-only grid (0 x 0) with a lone image's tiles, or a negative size, is refused naming the
