@@ -16,6 +16,14 @@
 // embeddings resampled to the grid), a DeepStack tap after block 1 and the merger into 4096
 // dims; per_image_s_27 = a whole 27-block tower at the measured time per block (the real one
 // has 3 taps; the bench's one is counted 13.5 times, so it overstates by a few percent).
+// LLaVA-OneVision 7B's: SigLIP so400m/14 at 384 pixels (hidden 1152, MLP 4304, 16 heads of 72,
+// 27 x 27 patches a tile, the stride dropping 6 pixels a side), the projector into Qwen2 7B's 3584
+// dims, anyres_max_9 over its 36 pinpoints. Argument 1 picks the images: 0 = one lone 1536 x 2048
+// image (the 1536 x 2304 pinpoint: its base tile and 4 x 6 tiles, the 108 x 162 feature grid cut
+// to 108 x 144 and resized to 70 x 93; the smallest image anyres_max_9 resizes has 12 tiles);
+// 1 = three images of one prompt (each its base tile alone). per_call_s_26 = the call with a whole
+// 26-layer tower at the measured time per layer (the projector into 3584 dims, as heavy as a few
+// layers, is counted in that time and so overstated).
 // Run: BRIGADE_BENCH_THREADS=2 build/bench/bench_vision (threads default to all cores).
 #include <benchmark/benchmark.h>
 
@@ -33,7 +41,9 @@
 #include "core/thread_pool.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/membw.h"
+#include "models/anyres.h"
 #include "models/checkpoint.h"
+#include "models/clip_vision.h"
 #include "models/gemma3_vision.h"
 #include "models/qwen_vision.h"
 #include "models/weight_loader.h"
@@ -305,6 +315,67 @@ void BM_Qwen3VisionImage(benchmark::State& state) {
                  "per_image_s_27", 27);
 }
 BENCHMARK(BM_Qwen3VisionImage)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
+
+constexpr int kOnevisionTextHidden = 3584;  // Qwen2 7B
+
+VisionConfig onevision_7b(int layers) {
+  VisionConfig v = siglip_400m(layers);
+  v.kind = VisionKind::llava;
+  v.image_size = 384;
+  v.merge = 1, v.temporal_patch = 1;
+  v.hidden_act = "gelu_pytorch_tanh";
+  v.projector_act = "gelu";
+  v.projector_bias = true;
+  v.feature_layers = {layers};  // vision_feature_layer -1 of the layers run
+  v.anyres.tile = 384;
+  v.anyres.side = v.patches_per_side();
+  for (int h = 1; h <= 6; ++h)
+    for (int w = 1; w <= 6; ++w) v.anyres.pinpoints.push_back({384 * h, 384 * w});
+  v.anyres.max_area = 9;
+  return v;
+}
+
+std::map<std::string, RawTensor> onevision_tensors(const VisionConfig& v, std::vector<std::vector<uint16_t>>& store) {
+  std::map<std::string, RawTensor> out = vision_tensors(v, store);
+  for (const char* gemma : {"multi_modal_projector.mm_soft_emb_norm.weight", "multi_modal_projector.mm_input_projection_weight",
+                            "vision_tower.post_layernorm.weight", "vision_tower.post_layernorm.bias"})
+    out.erase(gemma);
+  TensorMaker add{store, {}};
+  const int64_t h = v.hidden_size, t = kOnevisionTextHidden;
+  add("multi_modal_projector.linear_1.weight", {t, h}, 0.0f, 1.0f / std::sqrt(static_cast<float>(h)));
+  add("multi_modal_projector.linear_1.bias", {t}, 0.0f, 0.1f);
+  add("multi_modal_projector.linear_2.weight", {t, t}, 0.0f, 1.0f / std::sqrt(static_cast<float>(t)));
+  add("multi_modal_projector.linear_2.bias", {t}, 0.0f, 0.1f);
+  add("image_newline", {t}, 0.0f, 1.0f);
+  out.merge(add.out);
+  return out;
+}
+
+void BM_LlavaOnevisionImages(benchmark::State& state) {
+  const VisionConfig v = onevision_7b(static_cast<int>(state.range(0)));
+  std::vector<std::vector<uint16_t>> store;
+  ClipVision tower;
+  const size_t tile = size_t{3} * 384 * 384;
+  std::vector<StepImage> images;
+  if (state.range(1) == 0) {
+    const int tiles = 1 + anyres_layout(v.anyres, 1536, 2048).tiles();
+    images.push_back({0, random_pixels(tile * static_cast<size_t>(tiles)), 1536, 2048});
+  } else {
+    for (int k = 0; k < 3; ++k) images.push_back({0, random_pixels(tile), 0, 0});
+  }
+  int tokens = 0;
+  for (const StepImage& im : images) tokens += v.image_features(im.grid_h, im.grid_w);
+  state.SetLabel(state.range(1) == 0 ? "one 1536x2048 image, 25 tiles, " + std::to_string(tokens) + " tokens"
+                                     : "three images of one prompt, base only, " + std::to_string(tokens) + " tokens");
+  run_tower(state, v, onevision_tensors(v, store), tower, kOnevisionTextHidden, images, tokens,
+            [&images](const ClipVision& t) {
+              double f = 0.0;
+              for (const StepImage& im : images) f += t.flops(im);
+              return f;
+            },
+            "per_call_s_26", 26.0 / v.n_layers);
+}
+BENCHMARK(BM_LlavaOnevisionImages)->Args({1, 0})->Args({1, 1})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
 
 }  // namespace
 }  // namespace brigade
