@@ -108,6 +108,12 @@ struct Kernels {
   // SIMD levels use the vectorised exp (within 2 ulp of expf).
   void (*ssm_diag_rows)(float* s, const float* a, const float* dt, const float* x, const float* b, const float* c,
                         int64_t nd, int64_t n, float* y) = nullptr;
+  // torch's gelu(approximate='tanh'): x[i] = x / 2 (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) in
+  // place (gelu_tanh), or out[i] = that of gate[i] times up[i] (gelu_tanh_mul); n elements. The
+  // scalar level calls std::tanh; the SIMD levels use 1 + tanh(u) = 2 / (1 + exp(-2u)), so
+  // x / (1 + exp(-2u)) with the vectorised exp (a few ulp, no cancellation where x < 0).
+  void (*gelu_tanh)(float* x, int64_t n) = nullptr;
+  void (*gelu_tanh_mul)(const float* gate, const float* up, float* out, int64_t n) = nullptr;
 };
 
 // The most queries one Kernels::attend_scores call takes (its per-query scratch is on the stack).

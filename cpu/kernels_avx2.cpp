@@ -95,6 +95,8 @@ const Kernels& avx2_kernels() {
     t.from_f32 = scalar_kernels().from_f32;
     t.silu_mul = avx2::silu_mul;
     t.gelu_erf = avx2::gelu_erf;
+    t.gelu_tanh = avx2::gelu_tanh;
+    t.gelu_tanh_mul = avx2::gelu_tanh_mul;
     t.ssm_diag_rows = avx2::ssm_diag_rows;
     t.dot = avx2::dot;
     t.scale_axpy = avx2::scale_axpy;

@@ -99,6 +99,8 @@ const Kernels& avx512_kernels() {
     t.from_f32 = scalar_kernels().from_f32;
     t.silu_mul = avx512::silu_mul;
     t.gelu_erf = avx512::gelu_erf;
+    t.gelu_tanh = avx512::gelu_tanh;
+    t.gelu_tanh_mul = avx512::gelu_tanh_mul;
     t.ssm_diag_rows = avx512::ssm_diag_rows;
     t.dot = avx512::dot;
     t.scale_axpy = avx512::scale_axpy;

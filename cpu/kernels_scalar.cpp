@@ -149,6 +149,20 @@ void gelu_erf(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * kInvSqrt2));
 }
 
+float gelu_tanh_one(float x) {
+  constexpr float kBeta = static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5);
+  constexpr float kKappa = 0.044715f;
+  return 0.5f * x * (1.0f + std::tanh(kBeta * (x + kKappa * x * x * x)));
+}
+
+void gelu_tanh(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = gelu_tanh_one(x[i]);
+}
+
+void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = gelu_tanh_one(gate[i]) * up[i];
+}
+
 }  // namespace
 
 const Kernels& scalar_kernels() {
@@ -156,7 +170,7 @@ const Kernels& scalar_kernels() {
                              scale_axpy, scalar_q::quantize_q8,
                              scalar_q::qmatmul_rows, scalar_q::qmatmul_rows, nullptr,
                              scalar_q::quantize_q8k, scalar_q::qkmatmul_rows, transpose_keys, attend_scores,
-                             attend_values, gelu_erf, ssm_diag_rows};
+                             attend_values, gelu_erf, ssm_diag_rows, gelu_tanh, gelu_tanh_mul};
   return table;
 }
 

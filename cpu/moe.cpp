@@ -187,7 +187,7 @@ void activate(const CpuContext& c, const MoeExpertMlp& mlp, const float* gate, c
     return;
   }
   if (mlp.gelu_tanh) {  // Gemma 4
-    for (int64_t i = 0; i < inter; ++i) act[i] = cpu::gelu_tanh(gate[i]) * up[i];
+    c.kernels->gelu_tanh_mul(gate, up, act, inter);
     return;
   }
   if (mlp.swiglu_limit <= 0.0f && gb == nullptr) {

@@ -92,7 +92,6 @@ void embedding(const CpuContext& c, const Tensor& table, const Tensor& ids, cons
 void add(const CpuContext& c, const Tensor& a, const Tensor& b);
 void add_row_bias(const CpuContext& c, const Tensor& x, const Tensor& bias);
 void silu_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out);
-float gelu_tanh(float x);  // torch's gelu(approximate='tanh'), f32
 void gelu_tanh_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out);
 void gelu_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out);
 void xielu(const CpuContext& c, const Tensor& x, const XieluParams& p);

@@ -76,18 +76,9 @@ void silu_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out) {
             [&](const float* g, const float* u, float* o, int64_t k) { c.kernels->silu_mul(g, u, o, k); });
 }
 
-// torch's gelu(approximate='tanh') in f32: 0.5 x (1 + tanh(kBeta (x + kKappa x^3))).
-float gelu_tanh(float x) {
-  constexpr float kBeta = static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5);
-  constexpr float kKappa = 0.044715f;
-  const float inner = kBeta * (x + kKappa * x * x * x);
-  return 0.5f * x * (1.0f + std::tanh(inner));
-}
-
 void gelu_tanh_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out) {
-  gated_mul(c, gate_up, out, [](const float* g, const float* u, float* o, int64_t k) {
-    for (int64_t j = 0; j < k; ++j) o[j] = gelu_tanh(g[j]) * u[j];
-  });
+  gated_mul(c, gate_up, out,
+            [&](const float* g, const float* u, float* o, int64_t k) { c.kernels->gelu_tanh_mul(g, u, o, k); });
 }
 
 // The exact GELU of the gate (the kernels' gelu_erf, torch's approximate='none'), times up.

@@ -1,6 +1,7 @@
 // CPU kernel benchmarks: matmul (GEMV/GEMM, f32 and bf16 weights; q8_0/q4_0/q4_1/q4_k/q5_k/q6_k/mxfp4 block-
 // quantized weights at Llama-3-8B's shapes, beside bf16 at the same shapes) and decode attention
-// (bf16 and int8 KV).
+// (bf16 and int8 KV), and the tanh GELU at the scalar level (std::tanh) and the CPU's SIMD level
+// (BM_GeluTanh: one thread, elements per second, 64K-float rows in L2 as a tower's MLP rows are).
 //
 // Counters: bytes_per_second = weight (or KV) bytes read per second; `roofline` = that rate over
 // the machine's measured read bandwidth (cpu/membw.h), so 1.0 means the kernel reads memory as
@@ -20,6 +21,7 @@
 #include "bench/bench_ceilings.h"
 #include "core/thread_pool.h"
 #include "cpu/cpu_backend.h"
+#include "cpu/kernels.h"
 #include "cpu/membw.h"
 #include "cpu/openblas_core.h"
 
@@ -319,6 +321,24 @@ void BM_ReadBandwidth(benchmark::State& state) {
   state.counters["int8_GOPS"] = int8_gops();
 }
 BENCHMARK(BM_ReadBandwidth)->Iterations(1);
+
+// Kernels::gelu_tanh_mul over a 64K-element gate row at the level range(0) (0: scalar, else the
+// CPU's best), one thread.
+void BM_GeluTanh(benchmark::State& state) {
+  const cpu::Kernels& kn = cpu::kernels_for(state.range(0) == 0 ? cpu::SimdLevel::scalar : cpu::detect_simd_level());
+  constexpr int64_t n = 65536;
+  std::vector<float> gate(n), up(n, 1.0f), out(n);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-6.0f, 6.0f);
+  for (float& g : gate) g = u(rng);
+  for (auto _ : state) {
+    kn.gelu_tanh_mul(gate.data(), up.data(), out.data(), n);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+  state.SetLabel(cpu::simd_level_name(kn.level));
+}
+BENCHMARK(BM_GeluTanh)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace brigade

@@ -689,6 +689,35 @@ TEST(CpuGelu, EveryLevelFollowsErfWithinAFewUlps) {
   }
 }
 
+// torch's tanh GELU (gelu_pytorch_tanh: SigLIP's MLP, Gemma's GeGLU) at every SIMD level against
+// the formula in double, in place and gated, over the range activations take and past it (x^3
+// overflowing included), with a length that leaves a scalar tail.
+TEST(CpuGeluTanh, EveryLevelFollowsTanhWithinAFewUlps) {
+  std::vector<float> xs;
+  for (int i = -4000; i <= 4000; ++i) xs.push_back(static_cast<float>(i) * 0.0025f);  // [-10, 10]
+  for (float v : {-1e20f, -30.0f, -12.5f, 12.5f, 30.0f, 1e20f, 1e-30f, -1e-30f, 0.0f, -0.0f}) xs.push_back(v);
+  std::vector<float> up(xs.size());
+  for (size_t i = 0; i < up.size(); ++i) up[i] = 0.5f + static_cast<float>(i % 7) * 0.25f;
+  for (size_t li = 0; li < test::simd_levels().size(); ++li) {
+    const cpu::Kernels& kn = cpu::kernels_for(static_cast<cpu::SimdLevel>(li));
+    std::vector<float> y = xs, gated(xs.size());
+    kn.gelu_tanh(y.data(), static_cast<int64_t>(y.size()));
+    kn.gelu_tanh_mul(xs.data(), up.data(), gated.data(), static_cast<int64_t>(xs.size()));
+    double worst = 0.0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const double x = xs[i], u = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
+      const double want = std::isfinite(u) ? 0.5 * x * (1.0 + std::tanh(u)) : (x > 0 ? x : 0.0);
+      const double err = std::abs(y[i] - want) / std::max(1.0, std::abs(want));
+      worst = std::max(worst, err);
+      ASSERT_LE(err, 4e-7) << test::simd_levels()[li] << " x " << x << ": " << y[i] << " vs " << want;
+      const double gated_want = want * up[i];
+      ASSERT_LE(std::abs(gated[i] - gated_want) / std::max(1.0, std::abs(gated_want)), 1e-6)
+          << test::simd_levels()[li] << " gated, x " << x;
+    }
+    std::printf("%s: worst relative error %.3g\n", test::simd_levels()[li].c_str(), worst);
+  }
+}
+
 // Mamba1's scan step over a block of channels (Kernels::ssm_diag_rows) at every SIMD level
 // against double: decays from 1 down to underflow (dt a from 0 to -130), state widths with and
 // without a scalar tail.
