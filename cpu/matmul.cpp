@@ -39,22 +39,33 @@ void add_bias(const CpuContext& c, const Tensor& bias, float* out, int64_t n, in
     for (int64_t r = r0; r < r1; ++r) out[i * m + r] += b[r];
 }
 
+// Activation bytes per block: sgemm packs its x operand again on every call, so x is walked in
+// blocks of about this many bytes (at least kPanelRows rows), each run against every panel of the
+// thread's weight rows while it sits in cache. Without the blocks, each 64-row panel re-read all
+// of a long prefill's or a vision tower pass's x from memory (docs/perf.md, "Blocked activations").
+constexpr int64_t kXBlockBytes = int64_t{4} << 20;
+constexpr int64_t kXBlockMinRows = 256;
+
 void blas_rows(const CpuContext& c, const MatmulArgs& a, int64_t r0, int64_t r1) {
   thread_local std::vector<float> panel;
-  for (int64_t p = r0; p < r1; p += kPanelRows) {
-    const int64_t rows = std::min(kPanelRows, r1 - p);
-    const float* w = nullptr;
-    const char* src = static_cast<const char*>(a.w) + dtype_bytes(a.w_dtype, p * a.k);
-    if (a.w_dtype == DType::f32) {
-      w = reinterpret_cast<const float*>(src);
-    } else {
-      panel.resize(static_cast<size_t>(rows * a.k));
-      c.kernels->to_f32(src, a.w_dtype, panel.data(), rows * a.k);
-      w = panel.data();
+  const int64_t block = std::max(kXBlockMinRows, kXBlockBytes / (a.k * static_cast<int64_t>(sizeof(float))));
+  for (int64_t i0 = 0; i0 < a.n; i0 += block) {
+    const int64_t n = std::min(block, a.n - i0);
+    for (int64_t p = r0; p < r1; p += kPanelRows) {
+      const int64_t rows = std::min(kPanelRows, r1 - p);
+      const float* w = nullptr;
+      const char* src = static_cast<const char*>(a.w) + dtype_bytes(a.w_dtype, p * a.k);
+      if (a.w_dtype == DType::f32) {
+        w = reinterpret_cast<const float*>(src);
+      } else {  // widened once per block: 64 x k values against the block's 2 x n x 64 x k flops
+        panel.resize(static_cast<size_t>(rows * a.k));
+        c.kernels->to_f32(src, a.w_dtype, panel.data(), rows * a.k);
+        w = panel.data();
+      }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n), static_cast<int>(rows),
+                  static_cast<int>(a.k), 1.0f, a.x + i0 * a.k, static_cast<int>(a.k), w, static_cast<int>(a.k),
+                  0.0f, a.out + i0 * a.m + p, static_cast<int>(a.m));
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(a.n),
-                static_cast<int>(rows), static_cast<int>(a.k), 1.0f, a.x, static_cast<int>(a.k), w,
-                static_cast<int>(a.k), 0.0f, a.out + p, static_cast<int>(a.m));
   }
 }
 

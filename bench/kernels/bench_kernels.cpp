@@ -125,6 +125,15 @@ void matmul_args(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_Matmul<DType::bf16>)->Apply(matmul_args);
 BENCHMARK(BM_Matmul<DType::f32>)->Apply(matmul_args);
+// Large n, as a vision tower's passes (SigLIP's fc1 over 4096 positions) and a long prefill chunk
+// (Llama-3-8B's o_proj over 2048 tokens) run them: activations far beyond L2.
+BENCHMARK(BM_Matmul<DType::bf16>)
+    ->Name("BM_MatmulLargeN<bf16>")
+    ->Args({4096, 4304, 1152})
+    ->Args({2048, 4096, 4096})
+    ->ArgNames({"n", "m", "k"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 // Llama-3-8B's projections (o_proj [4096, 4096], gate|up [28672, 4096] halved, down [4096, 14336]):
 // weights far beyond the caches, so decode (small n) reads them from DRAM each call.
