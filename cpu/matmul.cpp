@@ -40,7 +40,7 @@ void add_bias(const CpuContext& c, const Tensor& bias, float* out, int64_t n, in
 }
 
 // Activation bytes per block: sgemm packs its x operand again on every call, so x is walked in
-// blocks of about this many bytes (at least kPanelRows rows), each run against every panel of the
+// blocks of about this many bytes (at least kXBlockMinRows rows), each run against every panel of the
 // thread's weight rows while it sits in cache. Without the blocks, each 64-row panel re-read all
 // of a long prefill's or a vision tower pass's x from memory (docs/perf.md, "Blocked activations").
 constexpr int64_t kXBlockBytes = int64_t{4} << 20;

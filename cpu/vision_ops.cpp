@@ -1,6 +1,7 @@
 // The CPU side of the vision encoder ops (Backend::supports_vision): layer_norm, gelu_tanh, gelu,
-// quick_gelu, scatter_rows and blend_rows. Arithmetic in f32 in the order torch's CPU kernels use for these
-// shapes (mean, then the mean of squared deviations), so the towers match transformers closely.
+// quick_gelu, scatter_rows and blend_rows. Arithmetic in f32 in the order torch's CPU kernels use
+// for these shapes (mean, then the mean of squared deviations), so the towers match transformers
+// closely.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
