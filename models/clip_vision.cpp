@@ -88,10 +88,11 @@ Status ClipVision::allocate_scratch() {
   if (v_.anyres.on()) {  // the newline sits after the most tiles' features
     const int64_t newline = anyres_max_tiles(v_.anyres) * f;
     BRIGADE_ASSIGN_OR_RETURN(sc_.tile_features, alloc_tensor(b, f32, newline + 1, text_hidden_));
-    BRIGADE_ASSIGN_OR_RETURN(sc_.pack_rows, alloc_tensor(b, DType::i32, 1, anyres_max_tokens(v_.anyres)));
+    const int64_t most = anyres_max_tokens(v_.anyres);
+    BRIGADE_ASSIGN_OR_RETURN(sc_.pack_rows, alloc_tensor(b, DType::i32, 1, most));
     if (v_.anyres.onevision()) {
-      BRIGADE_ASSIGN_OR_RETURN(sc_.blend_rows, alloc_tensor(b, DType::i32, anyres_max_tokens(v_.anyres), 4));
-      BRIGADE_ASSIGN_OR_RETURN(sc_.blend_weights, alloc_tensor(b, f32, anyres_max_tokens(v_.anyres), 4));
+      BRIGADE_ASSIGN_OR_RETURN(sc_.blend_rows, alloc_tensor(b, DType::i32, most, 4));
+      BRIGADE_ASSIGN_OR_RETURN(sc_.blend_weights, alloc_tensor(b, f32, most, 4));
     }
     b.copy(sc_.tile_features.tensor.rows(newline, 1), Tensor(image_newline_.tensor.data, f32, {1, text_hidden_}));
   }

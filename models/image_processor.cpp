@@ -165,7 +165,7 @@ Expected<ImageProcessorConfig> parse_image_processor_config(const std::string& j
   return parse_image_processor_config(j);
 }
 
-Expected<std::optional<ProcessorJson>> read_processor_json(const std::string& model_path) {
+Expected<std::optional<ProcessorJson>> read_processor_json(const std::string& model_path, bool image_part_only) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::path dir = fs::is_directory(model_path, ec) ? fs::path(model_path) : fs::path(model_path).parent_path();
@@ -175,7 +175,8 @@ Expected<std::optional<ProcessorJson>> read_processor_json(const std::string& mo
     BRIGADE_ASSIGN_OR_RETURN(std::string text, read_text_file(file.string()));
     json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded()) return corrupt(file.string() + ": not valid JSON");
-    if (name == std::string("processor_config.json") && !j.contains("image_processor")) continue;  // no image part
+    if (image_part_only && name == std::string("processor_config.json") && !j.contains("image_processor"))
+      continue;  // no image part
     return std::optional<ProcessorJson>(ProcessorJson{file.string(), std::move(j)});
   }
   return std::optional<ProcessorJson>();
@@ -289,16 +290,11 @@ std::vector<float> preprocess(const Image& image, const ImageProcessorConfig& co
 }
 
 Expected<ImageProcessorConfig> model_image_processor(const std::string& model_path, int image_size) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path dir = fs::is_directory(model_path, ec) ? fs::path(model_path) : fs::path(model_path).parent_path();
-  for (const char* name : {"preprocessor_config.json", "processor_config.json"}) {
-    const fs::path file = dir / name;
-    if (!fs::exists(file, ec)) continue;
-    auto text = read_text_file(file.string());
-    if (!text) return text.status();
-    auto config = parse_image_processor_config(*text);
-    if (!config) return Status(config.status().code(), file.string() + ": " + config.status().message());
+  BRIGADE_ASSIGN_OR_RETURN(const std::optional<ProcessorJson> found, read_processor_json(model_path, false));
+  if (found) {
+    const std::string& file = found->file;
+    auto config = parse_image_processor_config(found->root);
+    if (!config) return Status(config.status().code(), file + ": " + config.status().message());
     const bool square = config->shortest_edge > 0
                             ? config->do_center_crop && config->crop_height == image_size && config->crop_width == image_size
                             : config->height == image_size && config->width == image_size &&
@@ -306,7 +302,7 @@ Expected<ImageProcessorConfig> model_image_processor(const std::string& model_pa
     const int out_w = config->do_center_crop ? config->crop_width : config->width;
     const int out_h = config->do_center_crop ? config->crop_height : config->height;
     if (!config->do_resize || !square)
-      return invalid_argument(file.string() + ": the processor makes " +
+      return invalid_argument(file + ": the processor makes " +
                               (config->shortest_edge > 0 && !config->do_center_crop
                                    ? "images of shortest edge " + std::to_string(config->shortest_edge) + " (no center crop)"
                                    : std::to_string(out_w) + "x" + std::to_string(out_h) + " images") +

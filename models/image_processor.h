@@ -79,13 +79,14 @@ Expected<ImageProcessorConfig> model_image_processor(const std::string& model_pa
 Expected<std::vector<float>> image_pixels(std::span<const uint8_t> bytes, const ImageProcessorConfig& config);
 
 // A model directory's processor file, parsed: its preprocessor_config.json, else its
-// processor_config.json when that has an "image_processor" part (models/ may name a file in the
-// directory). nullopt without either; corrupt naming the file when it is not JSON; read errors.
+// processor_config.json when that has an "image_processor" part (or at all: image_part_only
+// false, as model_image_processor reads it) (models/ may name a file in the directory). nullopt
+// without either; corrupt naming the file when it is not JSON; read errors.
 struct ProcessorJson {
   std::string file;
   nlohmann::json root;
 };
-Expected<std::optional<ProcessorJson>> read_processor_json(const std::string& model_path);
+Expected<std::optional<ProcessorJson>> read_processor_json(const std::string& model_path, bool image_part_only = true);
 
 // The object holding a processor's fields: processor_config.json's "image_processor", or the root
 // (preprocessor_config.json).

@@ -137,12 +137,8 @@ Status read_pinpoints(const json& j, VisionConfig& v) {
   v.anyres.tile = v.image_size;
   v.anyres.side = v.patches_per_side();
   const auto it = j.find("image_grid_pinpoints");
-  if ((it == j.end() || it->is_null()) && onevision) {
-    for (int h = 1; h <= 6; ++h)
-      for (int w = 1; w <= 6; ++w) v.anyres.pinpoints.push_back({384 * h, 384 * w});
-  } else if (it == j.end() || it->is_null()) {
-    for (const auto& p : std::vector<std::array<int, 2>>{{336, 672}, {672, 336}, {672, 672}, {1008, 336}, {336, 1008}})
-      v.anyres.pinpoints.push_back(p);
+  if (it == j.end() || it->is_null()) {
+    v.anyres.pinpoints = default_llava_pinpoints(onevision);
   } else {
     if (!it->is_array() || it->empty())
       return corrupt("config.json: image_grid_pinpoints must be a non-empty list of [height, width]");
@@ -165,11 +161,12 @@ Status read_pinpoints(const json& j, VisionConfig& v) {
   BRIGADE_RETURN_IF_ERROR(read_string(j, "vision_aspect_ratio", aspect));
   const std::string prefix = "anyres_max_";
   const std::string n = aspect.starts_with(prefix) ? aspect.substr(prefix.size()) : "";
-  if (n.empty() || n.size() > 4 || !std::all_of(n.begin(), n.end(), [](char ch) { return ch >= '0' && ch <= '9'; }) ||
-      std::stoi(n) <= 0)
+  const bool digits =
+      !n.empty() && n.size() <= 4 && std::all_of(n.begin(), n.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+  v.anyres.max_area = digits ? std::stoi(n) : 0;
+  if (v.anyres.max_area <= 0)
     return unsupported("config.json: vision_aspect_ratio '" + aspect +
                        "'; supported: anyres_max_N for a positive N (LLaVA-OneVision's anyres_max_9)");
-  v.anyres.max_area = std::stoi(n);
   if (!anyres_resize_keeps_rows(v.anyres))
     return unsupported("config.json: vision_aspect_ratio " + aspect +
                        " resizes some image's features to no rows or columns under these image_grid_pinpoints");
@@ -177,6 +174,14 @@ Status read_pinpoints(const json& j, VisionConfig& v) {
 }
 
 }  // namespace
+
+std::vector<std::array<int, 2>> default_llava_pinpoints(bool onevision) {
+  if (!onevision) return {{336, 672}, {672, 336}, {672, 672}, {1008, 336}, {336, 1008}};
+  std::vector<std::array<int, 2>> out;
+  for (int h = 1; h <= 6; ++h)
+    for (int w = 1; w <= 6; ++w) out.push_back({384 * h, 384 * w});
+  return out;
+}
 
 bool is_llava_onevision(const json& j) {
   const auto a = j.find("architectures");

@@ -7,6 +7,9 @@
 // LLaVA-NeXT and LLaVA-OneVision, models/anyres.h).
 #pragma once
 
+#include <array>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "core/status.h"
@@ -50,5 +53,10 @@ Expected<nlohmann::json> llava_text_config(const nlohmann::json& j);
 // vision_aspect_ratio anyres_max_N into VisionConfig::anyres.max_area (anyres_max_9 when absent;
 // another form, or an N that resizes some image to nothing, is refused).
 Expected<VisionConfig> read_llava_vision(const nlohmann::json& j, int text_vocab);
+
+// The pinpoints when image_grid_pinpoints is absent (config.json's and the processor's alike):
+// LlavaNextConfig's five llava-v1.6 ones at 336 pixels a tile, or LlavaOnevisionConfig's 36 (1x1 to
+// 6x6 tiles of 384 pixels).
+std::vector<std::array<int, 2>> default_llava_pinpoints(bool onevision);
 
 }  // namespace brigade

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <utility>
 
+#include "models/llava_config.h"
+
 
 namespace brigade {
 
@@ -20,23 +22,10 @@ const json* find_field(const json& j, const char* key) {
   return it == j.end() || it->is_null() ? nullptr : &*it;
 }
 
-// LlavaNextImageProcessor's (llava-v1.6's, at 336 pixels a tile) or LlavaOnevisionImageProcessor's
-// (1x1 to 6x6 tiles of 384 pixels).
-std::vector<std::array<int, 2>> default_pinpoints(bool onevision) {
-  if (onevision) {
-    std::vector<std::array<int, 2>> out;
-    for (int h = 1; h <= 6; ++h)
-      for (int w = 1; w <= 6; ++w) out.push_back({384 * h, 384 * w});
-    return out;
-  }
-  const int tile = 336;
-  return {{tile, 2 * tile}, {2 * tile, tile}, {2 * tile, 2 * tile}, {3 * tile, tile}, {tile, 3 * tile}};
-}
-
 Status read_pinpoints(const json& j, int tile, bool onevision, std::vector<std::array<int, 2>>& out) {
   const json* v = find_field(j, "image_grid_pinpoints");
   if (v == nullptr) {
-    out = default_pinpoints(onevision);
+    out = default_llava_pinpoints(onevision);
   } else {
     if (!v->is_array() || v->empty())
       return corrupt("preprocessor_config.json: image_grid_pinpoints must be a non-empty list of [height, width]");

@@ -101,9 +101,10 @@ void add_generate_command(CLI::App& app, std::function<int()>& run) {
       ->excludes(regex);
   cmd->add_option("--image", opts->images,
                   "A PNG or JPEG file for a model with a vision tower (Gemma 3 / 4, the Qwen-VL family, Mistral 3, "
-                  "LLaVA / LLaVA-NeXT, InternVL, GLM-4.xV); repeat for several. A text prompt places each with the "
-                  "model's image marker (<start_of_image>, <|image_pad|>, [IMG], <image>, <IMG_CONTEXT>, ...), the "
-                  "k-th marker the k-th image, expanded to the image's tokens as the model's processor does");
+                  "LLaVA / LLaVA-NeXT / LLaVA-OneVision, InternVL, GLM-4.xV); repeat for several. A text prompt "
+                  "places each with the model's image marker (<start_of_image>, <|image_pad|>, [IMG], <image>, "
+                  "<IMG_CONTEXT>, ...), the k-th marker the k-th image, expanded to the image's tokens as the "
+                  "model's processor does (for a prompt of all the --image files)");
   cmd->add_option("--beam-width", opts->beam_width,
                   "Beam search of this width (transformers' num_beams): prints every beam, best first");
   cmd->add_option("--length-penalty", opts->length_penalty, "Beam search: score = logprob / length^this")

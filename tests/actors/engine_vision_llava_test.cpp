@@ -62,6 +62,13 @@ GenerateOptions request(const std::vector<ImagePixels>& images, const LlavaCase&
   return testing::greedy_image_request(images, c.prompt, c.images, c.greedy);
 }
 
+// The engine a cases run uses: whole prompts (step_tokens 0), else chunked steps of step_tokens.
+auto steps_engine(const std::string& dir, int step_tokens) {
+  EngineOptions o = step_tokens > 0 ? testing::chunked_engine_options(dir) : testing::test_engine_options(dir, 2);
+  if (step_tokens > 0) o.topology.instances.front().scheduler.max_step_tokens = step_tokens;
+  return create_engine(o);
+}
+
 class EngineVisionLlava : public ::testing::TestWithParam<std::string> {};
 
 // Whole prompts, steps of 32 and of 7 tokens (the images cut anywhere): the PNGs load as the
@@ -70,9 +77,7 @@ TEST_P(EngineVisionLlava, PromptsWithImagesContinueAsTransformers) {
   const std::string dir = kFixtures + GetParam();
   const auto cases = read_cases(GetParam());
   for (int step_tokens : {0, 32, 7}) {
-    EngineOptions o = step_tokens > 0 ? testing::chunked_engine_options(dir) : testing::test_engine_options(dir, 2);
-    if (step_tokens > 0) o.topology.instances.front().scheduler.max_step_tokens = step_tokens;
-    auto engine = create_engine(o);
+    auto engine = steps_engine(dir, step_tokens);
     ASSERT_NE(engine, nullptr);
     ASSERT_TRUE(engine->model().takes_images());
     const std::vector<ImagePixels> images = load_images(*engine);
@@ -191,9 +196,7 @@ TEST(EngineVisionLlavaNext, PromptsWithImagesContinueAsTransformers) {
   const auto cases = read_cases("llava_next");
   const std::vector<std::array<int, 2>> sizes = {{40, 60}, {28, 28}, {61, 33}, {90, 25}, {20, 100}};
   for (int step_tokens : {0, 32, 7}) {
-    EngineOptions o = step_tokens > 0 ? testing::chunked_engine_options(dir) : testing::test_engine_options(dir, 2);
-    if (step_tokens > 0) o.topology.instances.front().scheduler.max_step_tokens = step_tokens;
-    auto engine = create_engine(o);
+    auto engine = steps_engine(dir, step_tokens);
     ASSERT_NE(engine, nullptr);
     ASSERT_TRUE(engine->model().takes_images());
     const std::vector<ImagePixels> images = testing::load_fixture_images(*engine, dir, 5);
@@ -271,9 +274,7 @@ TEST(EngineVisionLlavaOnevision, PromptsWithImagesContinueAsTransformers) {
   const std::string dir = kFixtures + "llava_onevision";
   const auto cases = read_onevision_cases();
   for (int step_tokens : {0, 32, 7}) {
-    EngineOptions o = step_tokens > 0 ? testing::chunked_engine_options(dir) : testing::test_engine_options(dir, 2);
-    if (step_tokens > 0) o.topology.instances.front().scheduler.max_step_tokens = step_tokens;
-    auto engine = create_engine(o);
+    auto engine = steps_engine(dir, step_tokens);
     ASSERT_NE(engine, nullptr);
     ASSERT_TRUE(engine->model().takes_images());
     const std::vector<ImagePixels> images = load_onevision_images(*engine);
