@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <numbers>
 
 namespace brigade {
 namespace {
@@ -25,6 +26,31 @@ double bicubic_weight(double x) {
   return 0.0;
 }
 
+double sinc(double x) {
+  if (x == 0.0) return 1.0;
+  x = x * std::numbers::pi;
+  return std::sin(x) / x;
+}
+
+// Pillow's lanczos_filter: the sinc windowed by a 3-lobe sinc, cut at [-3, 3) (not symmetric at
+// the ends, as Pillow has it). Pillow calls libm's sin, as std::sin does here.
+double lanczos_weight(double x) { return -3.0 <= x && x < 3.0 ? sinc(x) * sinc(x / 3) : 0.0; }
+
+struct Filter {
+  double (*weight)(double);
+  double support;  // in input pixels at scale 1
+};
+
+Filter filter_of(Resample r) {
+  switch (r) {
+    case Resample::lanczos: return {lanczos_weight, 3.0};
+    case Resample::bilinear: return {bilinear_weight, 1.0};
+    case Resample::bicubic: return {bicubic_weight, 2.0};
+  }
+  BRIGADE_CHECK(false, "Resample is one of the enumerators (parsers map other codes to errors)");
+  return {};
+}
+
 // The taps of one pass: output i reads input [first[i], first[i] + count[i]) with
 // weights[i * n_taps + t], fixed point with kPrecisionBits fractional bits.
 struct Taps {
@@ -33,11 +59,11 @@ struct Taps {
   std::vector<int32_t> weights;  // [n_out, n_taps]
 };
 
-Taps precompute_taps(int n_in, int n_out, Resample filter) {
-  const bool cubic = filter == Resample::bicubic;
+Taps precompute_taps(int n_in, int n_out, Resample resample) {
+  const Filter filter = filter_of(resample);
   const double scale = double(float(n_in)) / n_out;  // Pillow: (double)(box_end - box_start) / n_out
   const double filter_scale = std::max(scale, 1.0);
-  const double support = (cubic ? 2.0 : 1.0) * filter_scale;
+  const double support = filter.support * filter_scale;
   const double inv_filter_scale = 1.0 / filter_scale;  // multiplied, not divided, as Pillow does
   Taps t;
   t.n_taps = int(std::ceil(support)) * 2 + 1;
@@ -52,7 +78,7 @@ Taps precompute_taps(int n_in, int n_out, Resample filter) {
     double sum = 0.0;
     for (int k = 0; k < n; ++k) {
       const double x = (k + lo - center + 0.5) * inv_filter_scale;
-      w[k] = cubic ? bicubic_weight(x) : bilinear_weight(x);
+      w[k] = filter.weight(x);
       sum += w[k];
     }
     for (int k = 0; k < n; ++k) {

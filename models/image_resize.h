@@ -19,8 +19,11 @@
 namespace brigade {
 
 // PIL filter codes (PIL.Image.Resampling) brigade implements; the value is the code
-// preprocessor_config.json's `resample` holds.
-enum class Resample : int { bilinear = 2, bicubic = 3 };
+// preprocessor_config.json's `resample` holds. The filters' supports, in input pixels before a
+// downscale stretches them: LANCZOS 3 (sinc(x) * sinc(x / 3), Pillow's), BILINEAR 1 (the
+// triangle), BICUBIC 2 (Keys' cubic, a = -0.5). Which codes a processor accepts is its parser's
+// choice (image_processor.h: 2 or 3; idefics3_image_processor.h: 1, 2 or 3).
+enum class Resample : int { lanczos = 1, bilinear = 2, bicubic = 3 };
 
 // Image.resize((width, height), filter) of src's RGB pixels, as Pillow 13 computes it (both
 // passes' order included). The result has no alpha (composite first: image_processor.h). width

@@ -8,7 +8,8 @@ References, never brigade's own code:
   `.convert("RGBA")` (<name>.alpha), and transformers' convert_to_rgb of it, composited over white
   (<name>.white.rgb); exif<o>_* images carry each EXIF orientation o (JPEG APP1, big- and
   little-endian; a PNG eXIf chunk);
-- resize: Pillow's `Image.resize((w, h), resample)` of the RGB image (<name>.<w>x<h>.<filter>.rgb);
+- resize: Pillow's `Image.resize((w, h), resample)` of the RGB image (<name>.<w>x<h>.<filter>.rgb),
+  BILINEAR and BICUBIC at RESIZES, LANCZOS at LANCZOS_RESIZES;
 - preprocess: transformers' slow (PIL backend) Gemma 3 image processor,
   `Gemma3ImageProcessorPil(**config)(images=pil_image, return_tensors="np")["pixel_values"][0]`,
   little-endian float32 [3, H, W] (<name>.<case>.f32).
@@ -37,6 +38,9 @@ OUT = mf.ROOT / "tests" / "fixtures" / "images"
 # Output sizes (width, height): downscale, stronger downscale, upscale, mixed up/down.
 RESIZES = [(64, 64), (28, 28), (100, 80), (17, 50)]
 FILTERS = {"bilinear": 2, "bicubic": 3}
+# LANCZOS (code 1, Idefics3's / SmolVLM's default) at odd sizes: up, down by more than its 3-pixel
+# support, mixed, and a height shrinking by more than twice the width (Pillow 13's vertical pass first).
+LANCZOS_RESIZES = [(41, 29), (121, 97), (13, 7), (9, 61), (151, 31)]
 # Processor configs (preprocessor_config.json fields) for the pixel_values cases.
 CONFIGS = {
     "gemma": {"image_processor_type": "Gemma3ImageProcessor", "size": {"height": 32, "width": 48},
@@ -194,12 +198,13 @@ def write_image_case(name, data, cases):
 def write_resize_cases(name, img, cases):
     import numpy as np
     rgb = img.convert("RGB")
-    for (w, h) in RESIZES:
-        for fname, code in FILTERS.items():
-            out = f"{name}.{w}x{h}.{fname}.rgb"
-            (OUT / out).write_bytes(np.asarray(rgb.resize((w, h), code)).tobytes())
-            cases["resizes"].append({"src": name, "width": w, "height": h, "resample": code,
-                                     "file": out})
+    sized = [(w, h, fname, code) for (w, h) in RESIZES for fname, code in FILTERS.items()]
+    sized += [(w, h, "lanczos", 1) for (w, h) in LANCZOS_RESIZES]
+    for (w, h, fname, code) in sized:
+        out = f"{name}.{w}x{h}.{fname}.rgb"
+        (OUT / out).write_bytes(np.asarray(rgb.resize((w, h), code)).tobytes())
+        cases["resizes"].append({"src": name, "width": w, "height": h, "resample": code,
+                                 "file": out})
 
 
 def write_preprocess_cases(name, img, cases):
