@@ -14,6 +14,7 @@
 #include "models/internlm_config.h"
 #include "models/gemma_config.h"
 #include "models/gpt_decoders_config.h"
+#include "models/idefics3_config.h"
 #include "models/internvl_config.h"
 #include "models/qwen_vl_config.h"
 #include "models/gguf_checkpoint.h"
@@ -127,6 +128,8 @@ Status Checkpoint::open_directory() {
                            is_gated_delta(config_.arch);
   if (config_.vision.kind == VisionKind::internvl)  // either InternVL layout (models/internvl_config.h)
     tensors_ = internvl_tensors(std::move(tensors_));
+  else if (config_.vision.kind == VisionKind::idefics3)  // model.text_model.* and the tower (models/idefics3_config.h)
+    tensors_ = idefics3_tensors(std::move(tensors_));
   else if (config_.multimodal_text)
     tensors_ = qwen_layout ? qwen_vl_tensors(std::move(tensors_)) : gemma3_tensors(std::move(tensors_));
   return Status::ok();

@@ -43,6 +43,11 @@ enum class VisionKind : uint8_t {
                   // RMSNorm, optional qk norm, layer scales) over tiles of image_size pixels, the pixel
                   // shuffle (merge = 1 / downsample_ratio) and an MLP projector (models/internvl_vision.h);
                   // an image of T tiles has the grid (T * side) x side
+  idefics3,       // Idefics3ForConditionalGeneration / SmolVLMForConditionalGeneration: a SigLIP-style tower
+                  // (no class token, post_layernorm) over square tiles of image_size pixels, the pixel
+                  // shuffle (merge = scale_factor) and one bias-free projection (models/idefics3_vision.h);
+                  // each tile is an image of side x side patches to the scheduler, the prompt text around
+                  // an image's tiles the processor's (models/idefics3_image_processor.h)
 };
 
 struct VisionConfig {

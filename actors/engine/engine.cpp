@@ -37,6 +37,8 @@
 #include "actors/step_codec.h"
 #include "models/gemma4_image_processor.h"
 #include "models/image_processor.h"
+#include "models/idefics3_config.h"
+#include "models/idefics3_image_processor.h"
 #include "models/internvl_image_processor.h"
 #include "models/llava_next_image_processor.h"
 #include "models/pixtral_image_processor.h"
@@ -572,6 +574,10 @@ class EngineImpl final : public Engine {
                                                             : preprocess_llava_next(decoded, c);
       return ImagePixels{std::make_shared<const std::vector<float>>(std::move(image.pixels)), image.grid_h, image.grid_w};
     }
+    if (idefics3_image_processor_) {  // Idefics3 / SmolVLM: the image's tiles, its grid rows x cols of them
+      BRIGADE_ASSIGN_OR_RETURN(PatchedImage image, idefics3_image_pixels(bytes, *idefics3_image_processor_, idefics3_patch_));
+      return ImagePixels{std::make_shared<const std::vector<float>>(std::move(image.pixels)), image.grid_h, image.grid_w};
+    }
     if (internvl_image_processor_) {  // InternVL: the image's tiles, a column of them
       BRIGADE_ASSIGN_OR_RETURN(PatchedImage image, internvl_image_pixels(bytes, *internvl_image_processor_, internvl_patch_));
       return ImagePixels{std::make_shared<const std::vector<float>>(std::move(image.pixels)), image.grid_h, image.grid_w};
@@ -739,6 +745,8 @@ class EngineImpl final : public Engine {
   std::optional<InternVLImageProcessorConfig> internvl_image_processor_;  // InternVL's, when it loaded
   std::optional<LlavaNextImageProcessorConfig> llava_next_image_processor_;  // LLaVA-NeXT's, when it loaded
   int internvl_patch_ = 0;                                                // its tower's patch size
+  std::optional<Idefics3ImageProcessorConfig> idefics3_image_processor_;  // Idefics3's / SmolVLM's, when it loaded
+  int idefics3_patch_ = 0;                                                // its tower's patch size
   int image_grid_ = 0;  // LLaVA: image_processor_'s images are this many patches a side (0: Gemma 3's fixed size)
   ModelSummary summary_;
   LoraSlots lora_slots_;  // adapter ids of requests (slots), their adapters and running requests
@@ -967,6 +975,26 @@ Status EngineImpl::start(const EngineOptions& options) {
     } else {
       image_processor_ = gemma4.status();
       spdlog::warn("engine: images cannot be loaded from files: {}", gemma4.status().message());
+    }
+  } else if (tower && tower->kind == VisionKind::idefics3) {
+    // Idefics3 / SmolVLM: Idefics3ImageProcessor's tiles (do_image_splitting) and the global tile.
+    if (options.image_min_pixels > 0 || options.image_max_pixels > 0)
+      return invalid_argument("--mm-processor-kwargs min_pixels / max_pixels bound Qwen2-VL's images; Idefics3's "
+                              "processor resizes them by its preprocessor_config.json size.longest_edge and cuts "
+                              "max_image_size tiles");
+    const int tile_tokens = tower->image_tokens(tower->patches_per_side(), tower->patches_per_side());
+    auto idefics3 = model_idefics3_image_processor(path, tower->image_size);
+    const Status seq = idefics3 ? check_idefics3_image_seq_len(path, tile_tokens) : idefics3.status();
+    if (seq.is_ok()) {
+      idefics3_image_processor_ = *idefics3;
+      idefics3_patch_ = tower->patch_size;
+      spdlog::info("engine: images are resized to {} pixels on their longest side{}, {} tokens a tile", idefics3->longest_edge,
+                   idefics3->do_image_splitting ? " and cut into " + std::to_string(idefics3->tile) + "-pixel tiles (+ the global tile)"
+                                                : ", as one " + std::to_string(idefics3->tile) + "-pixel tile",
+                   tile_tokens);
+    } else {
+      image_processor_ = seq;
+      spdlog::warn("engine: images cannot be loaded from files: {}", seq.message());
     }
   } else if (tower && tower->kind == VisionKind::internvl) {
     // InternVL: GotOcr2ImageProcessor's tiles (crop_to_patches, as InternVLProcessor passes it).

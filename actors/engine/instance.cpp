@@ -395,9 +395,13 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
       }
       if (v.kind == VisionKind::llava && v.anyres.on()) {  // LLaVA-NeXT: tiles by the image's size; no M-RoPE
         setup.limits.image_anyres = v.anyres;
-      } else if (v.kind == VisionKind::llava) {  // fixed-size images, the grid's tokens (+ the class row); no M-RoPE
+      } else if (v.kind == VisionKind::llava || v.kind == VisionKind::idefics3) {
+        // Fixed-size images (Idefics3: each tile one), [3, S, S] pixels, the grid's tokens (+ LLaVA's
+        // class row); no M-RoPE.
         setup.limits.image_grid = v.patches_per_side();
+        setup.limits.image_size = v.image_size;
         setup.limits.image_extra_tokens = v.extra_tokens;
+        setup.limits.image_1d = true;
       }
       if (v.kind == VisionKind::llava && v.anyres.on())
         spdlog::info("engine: instance '{}': images of any size in {}x{}-pixel tiles, up to {} tokens each (vision "
@@ -406,6 +410,10 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
       else if (v.kind == VisionKind::llava)
         spdlog::info("engine: instance '{}': images of {}x{} pixels, {} tokens each (vision tower on {})", inst.name,
                      v.image_size, v.image_size, v.image_tokens(v.patches_per_side(), v.patches_per_side()),
+                     res->backend->name());
+      else if (v.kind == VisionKind::idefics3)
+        spdlog::info("engine: instance '{}': images in tiles of {}x{} pixels, {} tokens a tile (vision tower on {})",
+                     inst.name, v.image_size, v.image_size, v.image_tokens(v.patches_per_side(), v.patches_per_side()),
                      res->backend->name());
       else
         spdlog::info("engine: instance '{}': images of any size in {}-pixel patches, a token per {}x{} patches, at "

@@ -75,6 +75,14 @@ Status check_image(const SeqImage& im, size_t k, const SchedulerLimits& l) {
                             " patches; this model's images are columns of tiles of " + std::to_string(l.image_tile) +
                             " x " + std::to_string(l.image_tile) + " patches ((tiles * " + std::to_string(l.image_tile) +
                             ") x " + std::to_string(l.image_tile) + ")");
+  if (l.image_grid > 0 && l.image_size > 0) {  // LLaVA, Idefics3's tiles: [3, S, S] pixels (S need not be whole patches)
+    const size_t want = size_t{3} * static_cast<size_t>(l.image_size) * static_cast<size_t>(l.image_size);
+    if (got != want)
+      return invalid_argument(which + " must be [3, " + std::to_string(l.image_size) + ", " +
+                              std::to_string(l.image_size) + "] pixels (" + std::to_string(want) + " floats); got " +
+                              std::to_string(got));
+    return Status::ok();
+  }
   const int64_t patches = int64_t{im.grid_h} * im.grid_w;
   if (l.max_image_patches > 0 && patches > l.max_image_patches)
     return invalid_argument(which + " has " + std::to_string(patches) + " patches; the vision tower takes at most " +

@@ -37,9 +37,79 @@ struct TokenizerState {
 
 using tokenizer_ptr = tokenizer_actor::stateful_pointer<TokenizerState>;
 
+// An Idefics3 image's tiles (ImageMarkers::tile_side): rows x cols split tiles (0 x 0 unsplit).
+struct TileGrid {
+  int rows = 0, cols = 0;
+  int64_t tiles() const { return int64_t{rows} * cols + 1; }
+};
+
+// Image k's tile grid, its pixels checked against it; invalid_argument naming the sizes.
+Expected<TileGrid> tile_grid(schema::ImageInput::Reader im, unsigned k, const ImageMarkers& m) {
+  const int side = m.tile_side;
+  const std::string which = "image " + std::to_string(k);
+  if (im.getGridH() <= 0 || im.getGridW() <= 0 || im.getGridH() % side != 0 || im.getGridW() % side != 0)
+    return invalid_argument(which + " has a grid of " + std::to_string(im.getGridH()) + " x " +
+                            std::to_string(im.getGridW()) + " patches; this model's images are tiles of " +
+                            std::to_string(side) + " x " + std::to_string(side) + " patches ((rows * " +
+                            std::to_string(side) + ") x (cols * " + std::to_string(side) + "))");
+  TileGrid g{im.getGridH() / side, im.getGridW() / side};
+  if (g.rows == 1 && g.cols == 1) g = {};
+  const size_t tile_floats = size_t{3} * static_cast<size_t>(m.tile_pixels) * static_cast<size_t>(m.tile_pixels);
+  const size_t got = im.getPixels().size() / sizeof(float);  // compared as tiles: no product overflows
+  if (got % tile_floats != 0 || static_cast<int64_t>(got / tile_floats) != g.tiles())
+    return invalid_argument(which + " of " + std::to_string(g.rows) + " x " + std::to_string(g.cols) + " tiles must be [" +
+                            std::to_string(g.tiles()) + ", 3, " + std::to_string(m.tile_pixels) + ", " +
+                            std::to_string(m.tile_pixels) + "] pixels; got " + std::to_string(got) + " floats (" +
+                            std::to_string(tile_floats) + " a tile)");
+  return g;
+}
+
+// The prompt text of an image of grid g (Idefics3Processor.replace_image_token).
+std::string tiled_image_text(const TileGrid& g, const ImageMarkers& m) {
+  std::string run;
+  for (int i = 0; i < m.tokens_per_image; ++i) run += m.image_piece;
+  std::string out;
+  for (int r = 0; r < g.rows; ++r) {
+    for (int c = 0; c < g.cols; ++c)
+      out += m.fake_piece + "<row_" + std::to_string(r + 1) + "_col_" + std::to_string(c + 1) + ">" + run;
+    out += "\n";
+  }
+  if (g.rows > 0) out += "\n";
+  return out + m.fake_piece + m.global_piece + run + m.fake_piece;
+}
+
+// The request's images into b: as they are, or (tile_side > 0) each one's tiles as images of their
+// own (their grids checked by tile_grid before).
+void set_images(schema::GenerateRequest::Builder b, capnp::List<schema::ImageInput>::Reader images,
+                const ImageMarkers& m) {
+  if (m.tile_side <= 0) {
+    b.setImages(images);
+    return;
+  }
+  unsigned n = 0;  // each tile's pixels are in the request, so the count is far below a list's bound
+  std::vector<TileGrid> grids;
+  for (unsigned k = 0; k < images.size(); ++k) {
+    grids.push_back(*tile_grid(images[k], k, m));
+    n += static_cast<unsigned>(grids.back().tiles());
+  }
+  auto out = b.initImages(n);
+  const size_t tile_bytes = size_t{3} * static_cast<size_t>(m.tile_pixels) * static_cast<size_t>(m.tile_pixels) * sizeof(float);
+  unsigned i = 0;
+  for (unsigned k = 0; k < images.size(); ++k) {
+    const auto pixels = images[k].getPixels();
+    for (int64_t t = 0; t < grids[k].tiles(); ++t, ++i) {
+      out[i].setPixels(capnp::Data::Reader(pixels.begin() + static_cast<size_t>(t) * tile_bytes, tile_bytes));
+      out[i].setGridH(m.tile_side);
+      out[i].setGridW(m.tile_side);
+    }
+  }
+}
+
 // The request with its prompt as token ids (copying every other field; not msg::edited, whose
-// copy would keep the text's bytes, zeroed, in a message that may cross to a node).
-generate_request_msg with_ids(schema::GenerateRequest::Reader r, const std::vector<int32_t>& ids, int max_context) {
+// copy would keep the text's bytes, zeroed, in a message that may cross to a node), its images
+// as set_images puts them.
+generate_request_msg with_ids(schema::GenerateRequest::Reader r, const std::vector<int32_t>& ids, int max_context,
+                              const ImageMarkers& m) {
   return generate_request_msg::build([&](schema::GenerateRequest::Builder b) {
     b.setRequestId(r.getRequestId());
     fill_list(b.getPrompt().initTokenIds(static_cast<unsigned>(ids.size())), ids);
@@ -53,7 +123,7 @@ generate_request_msg with_ids(schema::GenerateRequest::Reader r, const std::vect
     b.setLora(r.getLora());
     b.setCacheSalt(r.getCacheSalt());
     b.setSkipSpecialTokens(r.getSkipSpecialTokens());
-    b.setImages(r.getImages());
+    set_images(b, r.getImages(), m);
     b.setAdmitGroup(r.getAdmitGroup());
     b.setAdmitGroupSize(r.getAdmitGroupSize());
   });
@@ -63,6 +133,13 @@ generate_request_msg with_ids(schema::GenerateRequest::Reader r, const std::vect
 std::vector<int32_t> truncated(std::vector<int32_t> ids, int keep) {
   if (keep > 0 && ids.size() > static_cast<size_t>(keep)) ids.erase(ids.begin(), ids.end() - keep);
   return ids;
+}
+
+// Every image's tiles checked (tile_grid) where the model takes tiled images.
+Status check_tiles(capnp::List<schema::ImageInput>::Reader images, const ImageMarkers& m) {
+  if (m.tile_side <= 0) return Status::ok();
+  for (unsigned k = 0; k < images.size(); ++k) BRIGADE_RETURN_IF_ERROR(tile_grid(images[k], k, m).status());
+  return Status::ok();
 }
 
 // The prompt text with each image marker expanded; invalid_argument when the markers and the
@@ -78,6 +155,12 @@ Expected<std::string> expand_image_markers(std::string_view text, capnp::List<sc
   for (size_t hit; (hit = text.find(m.marker, at)) != std::string_view::npos; at = hit + m.marker.size()) {
     out.append(text.substr(at, hit - at));
     int rows = 1, cols = m.tokens_per_image;
+    if (m.tile_side > 0 && n_markers < n_images) {
+      BRIGADE_ASSIGN_OR_RETURN(const TileGrid g, tile_grid(images[n_markers], n_markers, m));
+      out += tiled_image_text(g, m);
+      ++n_markers;
+      continue;
+    }
     if (m.anyres.on() && n_markers < n_images) {
       const auto im = images[n_markers];
       BRIGADE_RETURN_IF_ERROR(
@@ -166,9 +249,19 @@ void on_request(tokenizer_ptr self, const generate_request_msg& msg) {
       self->send(st.frontend, error_event(id, ids.status()));
       return;
     }
-    forward = with_ids(r, truncated(*ids, r.getTruncatePromptTokens()), st.max_context);
+    forward = with_ids(r, truncated(*ids, r.getTruncatePromptTokens()), st.max_context, st.images);
   } else if (const int keep = r.getTruncatePromptTokens(); keep > 0 && r.getPrompt().getTokenIds().size() > static_cast<unsigned>(keep)) {
-    forward = with_ids(r, truncated(to_vector(r.getPrompt().getTokenIds()), keep), st.max_context);
+    if (Status bad = check_tiles(r.getImages(), st.images); !bad.is_ok()) {
+      self->send(st.frontend, error_event(id, bad));
+      return;
+    }
+    forward = with_ids(r, truncated(to_vector(r.getPrompt().getTokenIds()), keep), st.max_context, st.images);
+  } else if (st.images.tile_side > 0 && r.getImages().size() > 0) {  // a token-id prompt's images become their tiles
+    if (Status bad = check_tiles(r.getImages(), st.images); !bad.is_ok()) {
+      self->send(st.frontend, error_event(id, bad));
+      return;
+    }
+    forward = with_ids(r, to_vector(r.getPrompt().getTokenIds()), st.max_context, st.images);
   } else if (const int capped = max_tokens_within_context(r.getMaxTokens(), r.getPrompt().getTokenIds().size(),
                                                           st.max_context);
              capped != r.getMaxTokens()) {
@@ -285,6 +378,17 @@ ImageMarkers image_markers(const Tokenizer* tokenizer, const VisionConfig& v) {
     m.image_piece = m.marker = tokenizer->token_to_piece(v.image_token);
     if (v.anyres.on()) m.anyres = v.anyres;  // LlavaNext / LlavaOnevisionProcessor: as the image's size gives
     else m.tokens_per_image = v.image_tokens(v.patches_per_side(), v.patches_per_side());
+    return m;
+  }
+  if (v.kind == VisionKind::idefics3) {  // Idefics3Processor: each <image> becomes its tiles' text (ImageMarkers)
+    if (v.image_token < 0 || v.image_token >= n) return {};
+    ImageMarkers m;
+    m.image_piece = m.marker = tokenizer->token_to_piece(v.image_token);
+    m.tokens_per_image = v.image_tokens(v.patches_per_side(), v.patches_per_side());
+    m.tile_side = v.patches_per_side();
+    m.tile_pixels = v.image_size;
+    m.fake_piece = "<fake_token_around_image>";  // the processor's strings (not in config.json)
+    m.global_piece = "<global-img>";
     return m;
   }
   if (v.kind == VisionKind::internvl) {  // InternVLProcessor: each <IMG_CONTEXT> becomes <img> + its tiles' tokens + </img>

@@ -45,6 +45,16 @@ struct ImageMarkers {
   std::string break_piece;  // Pixtral: non-empty, the image's tokens are laid out in rows
   std::string end_piece;
   AnyresGrid anyres;        // LLaVA-NeXT: on, each image's size in pixels decides (anyres_tokens)
+  // Idefics3Processor / SmolVLMProcessor (tile_side > 0): an image arrives as the processor's tiles
+  // ([T, 3, tile_pixels, tile_pixels]), its grid (rows * tile_side) x (cols * tile_side) patches, a
+  // 1 x 1 grid the image unsplit. Its marker becomes, for each tile row by row, fake_piece +
+  // "<row_R_col_C>" + tokens_per_image image pieces, "\n" after each row, then "\n" + fake_piece +
+  // global_piece + the global tile's run + fake_piece (unsplit: that last part alone, without the
+  // "\n"); and the request's images become its tiles, each an image of tile_side x tile_side
+  // patches, the global tile last (T = rows * cols + 1, or 1). Token-id prompts' images are split too.
+  int tile_side = 0;
+  int tile_pixels = 0;
+  std::string fake_piece, global_piece;
 };
 // The markers of a model with a vision tower (`v` present), from the tokenizer's pieces of its
 // special tokens; empty otherwise.

@@ -24,6 +24,10 @@
 // 1 = three images of one prompt (each its base tile alone). per_call_s_26 = the call with a whole
 // 26-layer tower at the measured time per layer (the projector into 3584 dims, as heavy as a few
 // layers, is counted in that time and so overstated).
+// SmolVLM-256M's: SigLIP-B/16 at 512 pixels (hidden 768, MLP 3072, 12 heads of 64, 32 x 32 patches
+// a tile), the pixel shuffle by 4 and the projection into SmolLM2-135M's 576 dims; one 2048 x 2048
+// image, as Idefics3ImageProcessor cuts it (4 x 4 tiles and the global tile: 17 tiles, 1088
+// tokens); per_image_s_12 = a whole 12-layer tower at the measured time per layer.
 // Run: BRIGADE_BENCH_THREADS=2 build/bench/bench_vision (threads default to all cores).
 #include <benchmark/benchmark.h>
 
@@ -45,6 +49,7 @@
 #include "models/checkpoint.h"
 #include "models/clip_vision.h"
 #include "models/gemma3_vision.h"
+#include "models/idefics3_vision.h"
 #include "models/qwen_vision.h"
 #include "models/weight_loader.h"
 
@@ -376,6 +381,56 @@ void BM_LlavaOnevisionImages(benchmark::State& state) {
             "per_call_s_26", 26.0 / v.n_layers);
 }
 BENCHMARK(BM_LlavaOnevisionImages)->Args({1, 0})->Args({1, 1})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
+
+constexpr int kSmolVlmTextHidden = 576;  // SmolLM2-135M
+
+VisionConfig smolvlm_256m(int layers) {
+  VisionConfig v;
+  v.kind = VisionKind::idefics3;
+  v.hidden_size = 768;
+  v.intermediate_size = 3072;
+  v.n_layers = layers;
+  v.n_heads = 12;
+  v.image_size = 512;
+  v.patch_size = 16;
+  v.temporal_patch = 1;
+  v.merge = 4;
+  v.hidden_act = "gelu_pytorch_tanh";
+  v.final_norm = true;
+  v.image_token = 0;
+  return v;
+}
+
+// vision_tensors' tower under Idefics3's names (vision_model.*), its connector in place of Gemma 3's projector.
+std::map<std::string, RawTensor> smolvlm_tensors(const VisionConfig& v, std::vector<std::vector<uint16_t>>& store) {
+  std::map<std::string, RawTensor> out;
+  for (auto& [name, t] : vision_tensors(v, store)) {
+    if (!name.starts_with("vision_tower.")) continue;
+    t.name = "vision_model." + name.substr(std::string("vision_tower.").size());
+    out.emplace(t.name, std::move(t));
+  }
+  TensorMaker add{store, {}};
+  const int64_t merged = int64_t{v.merge} * v.merge * v.hidden_size;
+  add("connector.modality_projection.proj.weight", {kSmolVlmTextHidden, merged}, 0.0f,
+      1.0f / std::sqrt(static_cast<float>(merged)));
+  out.merge(add.out);
+  return out;
+}
+
+void BM_SmolVLMImage(benchmark::State& state) {
+  const VisionConfig v = smolvlm_256m(static_cast<int>(state.range(0)));
+  std::vector<std::vector<uint16_t>> store;
+  Idefics3Vision tower;
+  const int tiles = 4 * 4 + 1;
+  std::vector<StepImage> images;
+  for (int k = 0; k < tiles; ++k)
+    images.push_back({0, random_pixels(size_t{3} * 512 * 512), v.patches_per_side(), v.patches_per_side()});
+  const int tokens = tiles * v.image_tokens(v.patches_per_side(), v.patches_per_side());
+  state.SetLabel("one 2048x2048 image, 17 tiles, " + std::to_string(tokens) + " tokens");
+  run_tower(state, v, smolvlm_tensors(v, store), tower, kSmolVlmTextHidden, images, tokens,
+            [tiles](const Idefics3Vision& t) { return tiles * t.flops_per_tile(); }, "per_image_s_12", 12.0 / v.n_layers);
+}
+BENCHMARK(BM_SmolVLMImage)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
 
 }  // namespace
 }  // namespace brigade

@@ -72,6 +72,9 @@ enum class ResponseFormat { text, json_object, json_schema, choice, regex, gramm
 // f32 for a grid of grid_h x grid_w patches (multiples of image_merge). LLaVA-NeXT's / OneVision's:
 // its base tile and tiles [1 + tiles, 3, S, S] f32, grid_h x grid_w its height x width in pixels
 // (models/anyres.h); OneVision's image of a prompt with several: its base tile [1, 3, S, S], grid 0 x 0.
+// Idefics3's / SmolVLM's: its tiles row by row then the global tile [rows * cols + 1, 3, S, S] f32,
+// grid (rows * side) x (cols * side) patches (side = S / patch), or [1, 3, S, S] with grid side x
+// side unsplit; the tokenizer station makes each tile an image of its own (one run of image tokens).
 struct ImagePixels {
   std::shared_ptr<const std::vector<float>> pixels;
   int grid_h = 0;

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
+#include <vector>
 
 #include "policy_test_util.h"
 
@@ -350,6 +352,33 @@ TEST(SchedulerPolicy, AReleasedGroupGoesWithWhatArrived) {
   EXPECT_EQ(s->seqs[0].seq_id, 11u);
   SeqRequest sizeless = grouped(12, 8, 0);
   EXPECT_EQ(p.add(sizeless).code(), StatusCode::invalid_argument);
+}
+
+// Fixed-grid images (LLaVA, Idefics3's tiles) are [3, S, S] pixels, S the tower's image_size even
+// where it is not whole patches (SigLIP so400m/14 at 384 pixels: 27 x 27 patches of 14, the last 6
+// pixels dropped by the convolution's stride), not the grid's patch rows; anything else is refused
+// naming the shape.
+TEST(SchedulerPolicy, FixedGridImagesAreSquarePixelsNotWholePatches) {
+  SchedulerLimits l = limits();
+  l.max_context = 1024;
+  l.max_step_tokens = 1024;
+  l.image_token = 50;
+  l.image_merge = 3;  // SmolVLM2-2.2B's pixel shuffle: 81 tokens a tile
+  l.image_grid = 27;
+  l.image_size = 384;
+  l.image_patch_width = 3 * 14 * 14;
+  l.image_1d = true;
+  SchedulerPolicy p(l, 1000);
+  auto with_image = [](uint64_t id, size_t floats) {
+    SeqRequest r = req(id, 2, 1);
+    r.prompt.insert(r.prompt.begin() + 1, 81, 50);
+    r.images.push_back({0, std::make_shared<const std::vector<float>>(floats, 0.5f), 27, 27});
+    return r;
+  };
+  EXPECT_TRUE(p.add(with_image(1, size_t{3} * 384 * 384)).is_ok());
+  const Status st = p.add(with_image(2, size_t{27} * 27 * 3 * 14 * 14));
+  EXPECT_EQ(st.code(), StatusCode::invalid_argument);
+  EXPECT_NE(st.message().find("must be [3, 384, 384] pixels"), std::string::npos) << st.message();
 }
 
 }  // namespace

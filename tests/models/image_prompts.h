@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -53,6 +54,9 @@ class ImagePrompts {
     ImageMarkers markers;
     int max_batch_tokens = 256;
     int page_size = 16, pages = 12;
+    // The images of the runs of a case whose expected.json lists `images` (Idefics3: each image's
+    // tiles, a run each); empty: the same.
+    std::function<std::vector<int>(const std::vector<int>&)> runs_of;
   };
 
   // Loads o.fixture's model on a CPU backend and the reference's cases; `images` are the fixture's
@@ -63,6 +67,8 @@ class ImagePrompts {
     images_ = std::move(images);
     cases_ = read_image_cases(fixture_json(o.reference.empty() ? o.fixture : o.reference, "expected.json"));
     EXPECT_FALSE(cases_.empty());
+    if (o.runs_of)
+      for (ImageCase& c : cases_) c.images = o.runs_of(c.images);
     auto ck = Checkpoint::open(fixture_dir(o.fixture));
     EXPECT_TRUE(ck.has_value()) << ck.status().to_string();
     if (!ck) return;
