@@ -122,9 +122,10 @@ Status Checkpoint::open_directory() {
   }
   // Qwen3.5's language model sits where Qwen-VL's does (model.language_model.); Mistral 3's where
   // Gemma 3's does, its Pixtral tower included (vision_tower.*, multi_modal_projector.*), and so
-  // does LLaVA's (its CLIP / SigLIP tower's vision_tower.vision_model.* too).
+  // does LLaVA's (its CLIP / SigLIP tower's vision_tower.vision_model.* too), and Aya Vision's.
   const bool qwen_layout = (config_.vision.dynamic() && config_.vision.kind != VisionKind::pixtral &&
-                           config_.vision.kind != VisionKind::llava && config_.vision.kind != VisionKind::gemma4) ||
+                           config_.vision.kind != VisionKind::llava && config_.vision.kind != VisionKind::gemma4 &&
+                           config_.vision.kind != VisionKind::aya_vision) ||
                            is_gated_delta(config_.arch);
   if (config_.vision.kind == VisionKind::internvl)  // either InternVL layout (models/internvl_config.h)
     tensors_ = internvl_tensors(std::move(tensors_));

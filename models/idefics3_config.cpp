@@ -52,15 +52,11 @@ Expected<json> idefics3_text_config(const json& j) {
   return wrapped_text_config(wrapper, wrapper_name, std::move(defaults), "llama", "LlamaForCausalLM", /*tie=*/false);
 }
 
-Expected<VisionConfig> read_idefics3_vision(const json& j, int text_vocab) {
+Status read_siglip_vision_config(const json& j, VisionConfig& v) {
   if (const auto it = j.find("vision_config"); it != j.end() && !it->is_null() && !it->is_object())
     return corrupt("config.json: vision_config is not an object");
   const json& c = object_or_empty(j, "vision_config");
-  VisionConfig v;
-  v.kind = VisionKind::idefics3;
   v.temporal_patch = 1;
-  v.hidden_size = 1152, v.intermediate_size = 3072, v.n_layers = 12, v.n_heads = 16;
-  v.image_size = 224, v.patch_size = 32, v.eps = 1e-6f, v.hidden_act = "gelu_pytorch_tanh";
   BRIGADE_RETURN_IF_ERROR(read_int(c, "hidden_size", v.hidden_size, false));
   BRIGADE_RETURN_IF_ERROR(read_int(c, "intermediate_size", v.intermediate_size, false));
   BRIGADE_RETURN_IF_ERROR(read_int(c, "num_hidden_layers", v.n_layers, false));
@@ -75,7 +71,15 @@ Expected<VisionConfig> read_idefics3_vision(const json& j, int text_vocab) {
   int channels = 3;
   BRIGADE_RETURN_IF_ERROR(read_int(c, "num_channels", channels, false));
   if (channels != 3) return unsupported("config.json: vision_config.num_channels " + std::to_string(channels) + "; supported: 3");
-  BRIGADE_RETURN_IF_ERROR(check_vit_sizes(v, /*partial_patches=*/true));
+  return check_vit_sizes(v, /*partial_patches=*/true);
+}
+
+Expected<VisionConfig> read_idefics3_vision(const json& j, int text_vocab) {
+  VisionConfig v;
+  v.kind = VisionKind::idefics3;
+  v.hidden_size = 1152, v.intermediate_size = 3072, v.n_layers = 12, v.n_heads = 16;
+  v.image_size = 224, v.patch_size = 32, v.eps = 1e-6f, v.hidden_act = "gelu_pytorch_tanh";
+  BRIGADE_RETURN_IF_ERROR(read_siglip_vision_config(j, v));
   v.merge = 2;
   BRIGADE_RETURN_IF_ERROR(read_int(j, "scale_factor", v.merge, false));
   if (v.merge < 1 || v.patches_per_side() % v.merge != 0)
@@ -90,20 +94,27 @@ Expected<VisionConfig> read_idefics3_vision(const json& j, int text_vocab) {
   return v;
 }
 
-Status check_idefics3_image_seq_len(const std::string& model_path, int tile_tokens) {
+Expected<std::optional<ProcessorConfigFile>> read_processor_config_file(const std::string& model_path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::path dir = fs::is_directory(model_path, ec) ? fs::path(model_path) : fs::path(model_path).parent_path();
   const fs::path file = dir / "processor_config.json";
-  if (!fs::exists(file, ec)) return Status::ok();
+  if (!fs::exists(file, ec)) return std::optional<ProcessorConfigFile>();
   BRIGADE_ASSIGN_OR_RETURN(const std::string text, read_text_file(file.string()));
-  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return corrupt(file.string() + ": not a JSON object");
-  const auto it = j.find("image_seq_len");
-  if (it == j.end() || it->is_null()) return Status::ok();
-  if (!it->is_number_integer()) return corrupt(file.string() + ": image_seq_len must be an integer");
+  return std::optional<ProcessorConfigFile>(ProcessorConfigFile{file.string(), std::move(j)});
+}
+
+Status check_idefics3_image_seq_len(const std::string& model_path, int tile_tokens) {
+  BRIGADE_ASSIGN_OR_RETURN(const std::optional<ProcessorConfigFile> found, read_processor_config_file(model_path));
+  if (!found) return Status::ok();
+  const std::string& file = found->file;
+  const auto it = found->root.find("image_seq_len");
+  if (it == found->root.end() || it->is_null()) return Status::ok();
+  if (!it->is_number_integer()) return corrupt(file + ": image_seq_len must be an integer");
   if (it->get<int64_t>() != tile_tokens)
-    return invalid_argument(file.string() + ": image_seq_len " + it->dump() + " is not the vision tower's " +
+    return invalid_argument(file + ": image_seq_len " + it->dump() + " is not the vision tower's " +
                             std::to_string(tile_tokens) +
                             " tokens a tile ((vision_config.image_size / patch_size / scale_factor)^2)");
   return Status::ok();

@@ -2,11 +2,12 @@
 // 2B -Instruct; SmolVLMForConditionalGeneration: SmolVLM2-256M / 500M / 2.2B -Instruct, their video
 // aside): a Llama language model (text_config) and the vision side (VisionKind::idefics3: a
 // SigLIP-style tower over square tiles, the pixel shuffle by scale_factor and one bias-free
-// projection, models/idefics3_vision.h). Tensors model.vision_model.*, model.connector.
+// projection, models/tile_vision.h). Tensors model.vision_model.*, model.connector.
 // modality_projection.proj.weight, model.text_model.*, lm_head.weight.
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -27,6 +28,12 @@ bool is_idefics3(const nlohmann::json& j);
 // tie_word_embeddings (default false, as both configs say).
 Expected<nlohmann::json> idefics3_text_config(const nlohmann::json& j);
 
+// vision_config's SigLIP-style fields over v's defaults (Idefics3's and Aya Vision's towers):
+// hidden_size, intermediate_size, num_hidden_layers, num_attention_heads, image_size, patch_size,
+// layer_norm_eps, hidden_act (gelu, gelu_pytorch_tanh or quick_gelu), num_channels (3); then
+// check_vit_sizes, image_size not whole patches allowed. Errors name the field.
+Status read_siglip_vision_config(const nlohmann::json& j, VisionConfig& v);
+
 // The vision side with Idefics3VisionConfig's / SmolVLMVisionConfig's defaults (hidden 1152,
 // intermediate 3072, 12 layers, 16 heads, image_size 224, patch_size 32, gelu_pytorch_tanh,
 // layer_norm_eps 1e-6) and Idefics3Config's (scale_factor 2, image_token_id 128257): image_size is
@@ -36,6 +43,14 @@ Expected<nlohmann::json> idefics3_text_config(const nlohmann::json& j);
 // that does not divide the patches of a tile's side, an image_token_id outside the text vocabulary
 // text_vocab, and check_vit_sizes' errors.
 Expected<VisionConfig> read_idefics3_vision(const nlohmann::json& j, int text_vocab);
+
+// The model directory's (model_path, or the directory of the file it names) processor_config.json,
+// parsed, with its path: nullopt without one; corrupt naming it when it is not a JSON object.
+struct ProcessorConfigFile {
+  std::string file;
+  nlohmann::json root;
+};
+Expected<std::optional<ProcessorConfigFile>> read_processor_config_file(const std::string& model_path);
 
 // processor_config.json's image_seq_len (the run of <image> Idefics3Processor writes per tile) in
 // the directory of model_path, against the tower's tile_tokens: invalid_argument naming both when

@@ -1,5 +1,5 @@
 // Idefics3's and SmolVLM's image preprocessing (Idefics3ImageProcessor, SmolVLMImageProcessor: the
-// same steps): a decoded Image to the tiles the tower reads (models/idefics3_vision.h), as
+// same steps): a decoded Image to the tiles the tower reads (models/tile_vision.h), as
 // transformers 5's PIL backend computes them:
 //   p = Idefics3ImageProcessorPil(**preprocessor_config)(images=[[pil_image]], return_row_col_info=True)
 //   p["pixel_values"][0]  float32 [n_tiles, 3, tile, tile];  p["rows"][0][0], p["cols"][0][0]

@@ -6,7 +6,7 @@
 #include "models/clip_vision.h"
 #include "models/gemma3_vision.h"
 #include "models/gemma4_vision.h"
-#include "models/idefics3_vision.h"
+#include "models/tile_vision.h"
 #include "models/internvl_vision.h"
 #include "models/mrope.h"
 #include "models/qwen_vision.h"
@@ -39,9 +39,9 @@ Status ImageInputs::load(WeightLoader& w) {
   } else if (config_.vision.kind == VisionKind::internvl) {
     internvl_ = std::make_unique<InternVision>();
     BRIGADE_RETURN_IF_ERROR(internvl_->load(w, backend_, config_.vision, config_.hidden_size));
-  } else if (config_.vision.kind == VisionKind::idefics3) {
-    idefics3_ = std::make_unique<Idefics3Vision>();
-    BRIGADE_RETURN_IF_ERROR(idefics3_->load(w, backend_, config_.vision, config_.hidden_size));
+  } else if (config_.vision.tiled()) {
+    tiled_ = std::make_unique<TileVision>();
+    BRIGADE_RETURN_IF_ERROR(tiled_->load(w, backend_, config_.vision, config_.hidden_size));
   } else if (config_.vision.dynamic()) {
     qwen_ = std::make_unique<QwenVision>();
     BRIGADE_RETURN_IF_ERROR(qwen_->load(w, backend_, config_.vision, config_.hidden_size));
@@ -60,7 +60,7 @@ Status ImageInputs::load(WeightLoader& w) {
   // (an image in progress per prefilling sequence); beyond that a dropped image is encoded again.
   if (clip_ != nullptr) feature_cache_.set_capacity(2 * std::max<int64_t>(t, clip_->max_image_features()));
   if (gemma4_ != nullptr) feature_cache_.set_capacity(2 * std::max<int64_t>(t, Gemma4Vision::kMaxTokens));
-  if (idefics3_ != nullptr) feature_cache_.set_capacity(2 * std::max<int64_t>(t, idefics3_->tile_tokens()));
+  if (tiled_ != nullptr) feature_cache_.set_capacity(2 * std::max<int64_t>(t, tiled_->tile_tokens()));
   if (internvl_ != nullptr) feature_cache_.set_capacity(2 * std::max<int64_t>(t, QwenVision::kMaxPatches /
                                                                                   (int64_t{config_.vision.merge} * config_.vision.merge)));
   if (qwen_ != nullptr) {
@@ -99,7 +99,7 @@ Status ImageInputs::encode(std::span<const StepImage> images, const Tensor& out,
   else if (qwen_ != nullptr) BRIGADE_RETURN_IF_ERROR(qwen_->encode(images, out, deepstack));
   else if (clip_ != nullptr) BRIGADE_RETURN_IF_ERROR(clip_->encode(images, out));
   else if (internvl_ != nullptr) BRIGADE_RETURN_IF_ERROR(internvl_->encode(images, out));
-  else if (idefics3_ != nullptr) BRIGADE_RETURN_IF_ERROR(idefics3_->encode(images, out));
+  else if (tiled_ != nullptr) BRIGADE_RETURN_IF_ERROR(tiled_->encode(images, out));
   else BRIGADE_RETURN_IF_ERROR(gemma_->encode(images, out));
   stats_.images_encoded += static_cast<int64_t>(images.size());
   return Status::ok();
@@ -220,9 +220,9 @@ void ImageInputs::add_cost(const StepBatch& b, StepCost& c) const {
       if (im.first == 0 && im.grid_w > 0) c.flops += static_cast<double>(im.grid_h / im.grid_w) * internvl_->flops_per_tile();
     c.bytes += static_cast<double>(bytes_);
   }
-  if (idefics3_ != nullptr && std::any_of(b.images.begin(), b.images.end(), [](const StepImage& im) { return im.first == 0; })) {
+  if (tiled_ != nullptr && std::any_of(b.images.begin(), b.images.end(), [](const StepImage& im) { return im.first == 0; })) {
     for (const StepImage& im : b.images)
-      if (im.first == 0) c.flops += idefics3_->flops_per_tile();
+      if (im.first == 0) c.flops += tiled_->flops_per_tile();
     c.bytes += static_cast<double>(bytes_);
   }
   if (gemma4_ != nullptr && std::any_of(b.images.begin(), b.images.end(), [](const StepImage& im) { return im.first == 0; })) {

@@ -25,7 +25,7 @@ namespace brigade {
 class ClipVision;
 class Gemma3Vision;
 class Gemma4Vision;
-class Idefics3Vision;
+class TileVision;
 class InternVision;
 class QwenVision;
 class WeightLoader;
@@ -41,7 +41,7 @@ class ImageInputs {
   // and allocates the step's feature rows. Without it the model serves text.
   Status load(WeightLoader& w);
   bool loaded() const { return gemma_ != nullptr || qwen_ != nullptr || clip_ != nullptr || internvl_ != nullptr ||
-                                gemma4_ != nullptr || idefics3_ != nullptr; }
+                                gemma4_ != nullptr || tiled_ != nullptr; }
   // The tower's parameters and bytes as loaded (part of the model's totals).
   int64_t params() const { return params_; }
   int64_t bytes() const { return bytes_; }
@@ -80,7 +80,7 @@ class ImageInputs {
   std::unique_ptr<ClipVision> clip_;     // LLaVA's instead; null: none
   std::unique_ptr<Gemma4Vision> gemma4_;  // Gemma 4's instead; null: none
   std::unique_ptr<InternVision> internvl_;  // InternVL's instead; null: none
-  std::unique_ptr<Idefics3Vision> idefics3_;  // Idefics3's / SmolVLM's instead; null: none
+  std::unique_ptr<TileVision> tiled_;  // Idefics3's / SmolVLM's / Aya Vision's instead; null: none
   RopeConfig rope_m_;                    // the text rope with ModelConfig::mrope_section as its sections
   OwnedTensor mrope_pos_;                // [3 * max_batch_tokens] i32: a step's planes (begin_step)
   bool mrope_step_ = false;              // this step rotates by mrope_pos_ with rope_m_

@@ -79,6 +79,7 @@ std::string format_model_info(const ModelInfo& m) {
                       : c.vision.kind == VisionKind::llava ? "LlavaForConditionalGeneration"
                       : c.vision.kind == VisionKind::internvl ? "InternVLForConditionalGeneration"
                       : c.vision.kind == VisionKind::idefics3 ? "Idefics3ForConditionalGeneration or SmolVLMForConditionalGeneration"
+                      : c.vision.kind == VisionKind::aya_vision ? "AyaVisionForConditionalGeneration"
                       : c.vision.kind == VisionKind::glm4v && c.arch == "glm4_moe" ? "Glm4vMoeForConditionalGeneration"
                       : c.vision.kind == VisionKind::glm4v ? "Glm4vForConditionalGeneration"
                       : c.arch == "llama" || c.arch == "ministral3" || c.arch == "mistral4" ? "Mistral3ForConditionalGeneration"
@@ -111,6 +112,16 @@ std::string format_model_info(const ModelInfo& m) {
          std::to_string(v.merge) + "x" + std::to_string(v.merge) +
          "); an image is its tiles, each after <fake_token_around_image> and its <row_R_col_C>, then the global tile "
          "(image token " + std::to_string(v.image_token) + "; 1D positions; the CPU backend runs it at tp 1)\n";
+  } else if (c.vision.present() && c.vision.kind == VisionKind::aya_vision) {
+    const VisionConfig& v = c.vision;
+    s += "vision:        SigLIP " + std::to_string(v.n_layers) + " layers (" + std::to_string(v.feature_layers.front()) +
+         " run), hidden " + std::to_string(v.hidden_size) + ", GotOcr2's tiles of " + std::to_string(v.image_size) +
+         " pixels in " + std::to_string(v.patch_size) + "-pixel patches, " +
+         std::to_string(v.image_tokens(v.patches_per_side(), v.patches_per_side())) + " tokens a tile (pixel shuffle " +
+         std::to_string(v.merge) + "x" + std::to_string(v.merge) + ", SwiGLU projector of " +
+         std::to_string(v.merger_intermediate) + "); an image is <|START_OF_IMG|>, TILE_k / TILE_GLOBAL before each "
+         "tile's run, <|END_OF_IMG|> (image token " + std::to_string(v.image_token) +
+         "; 1D positions; the CPU backend runs it at tp 1)\n";
   } else if (c.vision.present() && c.vision.kind == VisionKind::gemma4) {
     const VisionConfig& v = c.vision;
     s += "vision:        Gemma 4 " + std::to_string(v.n_layers) + " layers, hidden " + std::to_string(v.hidden_size) +

@@ -22,6 +22,7 @@
 #include "models/gemma4_config.h"
 #include "models/arcee_config.h"
 #include "models/llama_variants_config.h"
+#include "models/aya_vision_config.h"
 #include "models/idefics3_config.h"
 #include "models/internvl_config.h"
 #include "models/llava_config.h"
@@ -56,7 +57,7 @@ constexpr const char* kSupported =
     "(exaone4), Glm4ForCausalLM (glm4), GlmForCausalLM (glm; also the remote-code ChatGLMModel layout), HeliumForCausalLM (helium), SeedOssForCausalLM (seed_oss), Ernie4_5ForCausalLM (ernie4_5), "
     "HunYuanDenseV1ForCausalLM (hunyuan_v1_dense), HunYuanMoEV1ForCausalLM (hunyuan_v1_moe), OlmoeForCausalLM (olmoe), ApertusForCausalLM (apertus), "
     "Ernie4_5_MoeForCausalLM (ernie4_5_moe), "
-    "Mistral3ForConditionalGeneration (mistral3: its language model and Pixtral tower), LlavaForConditionalGeneration (llava: a llama / mistral / qwen2 language model and a CLIP or SigLIP tower), LlavaNextForConditionalGeneration (llava_next: the same with anyres tiles), LlavaOnevisionForConditionalGeneration (llava_onevision: a qwen2 language model, SigLIP, anyres tiles resized to anyres_max_N), InternVLForConditionalGeneration (internvl: a qwen2 / qwen3 / qwen3_moe / llama language model and InternViT; also the remote-code InternVLChatModel layout, whose language model may be InternLM2's), Idefics3ForConditionalGeneration (idefics3: a llama language model and a SigLIP-style tower over tiles; Idefics3, SmolVLM), SmolVLMForConditionalGeneration (smolvlm: the same; SmolVLM2's images), Ministral3ForCausalLM (ministral3), "
+    "Mistral3ForConditionalGeneration (mistral3: its language model and Pixtral tower), LlavaForConditionalGeneration (llava: a llama / mistral / qwen2 language model and a CLIP or SigLIP tower), LlavaNextForConditionalGeneration (llava_next: the same with anyres tiles), LlavaOnevisionForConditionalGeneration (llava_onevision: a qwen2 language model, SigLIP, anyres tiles resized to anyres_max_N), InternVLForConditionalGeneration (internvl: a qwen2 / qwen3 / qwen3_moe / llama language model and InternViT; also the remote-code InternVLChatModel layout, whose language model may be InternLM2's), Idefics3ForConditionalGeneration (idefics3: a llama language model and a SigLIP-style tower over tiles; Idefics3, SmolVLM), SmolVLMForConditionalGeneration (smolvlm: the same; SmolVLM2's images), AyaVisionForConditionalGeneration (aya_vision: a cohere2 / cohere language model and a SigLIP tower over GotOcr2's tiles), Ministral3ForCausalLM (ministral3), "
     "Llama4ForCausalLM (llama4_text), "
     "Llama4ForConditionalGeneration (llama4: its language model, text only), MiniMaxM2ForCausalLM (minimax_m2), "
     "CohereForCausalLM (cohere), Cohere2ForCausalLM (cohere2), Dots1ForCausalLM (dots1), PhimoeForCausalLM (phimoe), "
@@ -679,6 +680,13 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
     BRIGADE_ASSIGN_OR_RETURN(ModelConfig c, parse_hf_config(text.dump()));
     c.multimodal_text = true;
     BRIGADE_ASSIGN_OR_RETURN(c.vision, read_internvl_vision(j, c.vocab_size));
+    return c;
+  }
+  if (is_aya_vision(j)) {  // its Cohere / Cohere2 language model and its tiled SigLIP tower (models/aya_vision_config.h)
+    BRIGADE_ASSIGN_OR_RETURN(json text, aya_vision_text_config(j));
+    BRIGADE_ASSIGN_OR_RETURN(ModelConfig c, parse_hf_config(text.dump()));
+    c.multimodal_text = true;
+    BRIGADE_ASSIGN_OR_RETURN(c.vision, read_aya_vision(j, c.vocab_size, c.hidden_size));
     return c;
   }
   if (is_idefics3(j)) {  // its Llama language model and its tiled SigLIP-style tower (models/idefics3_config.h)

@@ -45,9 +45,13 @@ enum class VisionKind : uint8_t {
                   // an image of T tiles has the grid (T * side) x side
   idefics3,       // Idefics3ForConditionalGeneration / SmolVLMForConditionalGeneration: a SigLIP-style tower
                   // (no class token, post_layernorm) over square tiles of image_size pixels, the pixel
-                  // shuffle (merge = scale_factor) and one bias-free projection (models/idefics3_vision.h);
+                  // shuffle (merge = scale_factor) and one bias-free projection (models/tile_vision.h);
                   // each tile is an image of side x side patches to the scheduler, the prompt text around
                   // an image's tiles the processor's (models/idefics3_image_processor.h)
+  aya_vision,     // AyaVisionForConditionalGeneration: a SigLIP tower read at vision_feature_layer over
+                  // GotOcr2's tiles (a column of them, as InternVL's), the pixel shuffle (merge =
+                  // downsample_factor), LayerNorm and a SwiGLU projector (models/tile_vision.h); each tile
+                  // an image of its own to the scheduler, as Idefics3's
 };
 
 struct VisionConfig {
@@ -101,7 +105,8 @@ struct VisionConfig {
   // GLM-4.1V: the merger's gated MLP width (vision_config.intermediate_size; the blocks' MLP is
   // out_hidden_size wide, held in intermediate_size), and whether attn.qkv has a bias
   // (attention_bias). Its merger's LayerNorm eps is projector_eps; num_position_embeddings is
-  // (image_size / patch_size)^2.
+  // (image_size / patch_size)^2. Aya Vision: its projector's linear_1 width (alignment_intermediate_size,
+  // both halves of its SwiGLU), the LayerNorm's eps in projector_eps.
   int merger_intermediate = 0;
   bool qkv_bias = true;
   // InternVL: the blocks' norms are RMSNorm (norm_type rms_norm) instead of LayerNorm; q and k
@@ -122,6 +127,10 @@ struct VisionConfig {
   int position_table = 0;
   bool clipped_linears = false;
   bool standardize = false;
+
+  // Idefics3 and Aya Vision: each tile is an image of its own (models/tile_vision.h); the image
+  // before the tokenizer splits it is its tiles, laid out as the processor's grid says.
+  bool tiled() const { return kind == VisionKind::idefics3 || kind == VisionKind::aya_vision; }
 
   bool present() const { return n_layers > 0; }
   bool dynamic() const { return kind != VisionKind::gemma3_siglip; }

@@ -101,7 +101,7 @@ void add_generate_command(CLI::App& app, std::function<int()>& run) {
       ->excludes(regex);
   cmd->add_option("--image", opts->images,
                   "A PNG or JPEG file for a model with a vision tower (Gemma 3 / 4, the Qwen-VL family, Mistral 3, "
-                  "LLaVA / LLaVA-NeXT / LLaVA-OneVision, InternVL, GLM-4.xV); repeat for several. A text prompt "
+                  "LLaVA / LLaVA-NeXT / LLaVA-OneVision, InternVL, Idefics3 / SmolVLM, Aya Vision, GLM-4.xV); repeat for several. A text prompt "
                   "places each with the model's image marker (<start_of_image>, <|image_pad|>, [IMG], <image>, "
                   "<IMG_CONTEXT>, ...), the k-th marker the k-th image, expanded to the image's tokens as the "
                   "model's processor does (for a prompt of all the --image files)");

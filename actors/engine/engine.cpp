@@ -37,6 +37,7 @@
 #include "actors/step_codec.h"
 #include "models/gemma4_image_processor.h"
 #include "models/image_processor.h"
+#include "models/aya_vision_config.h"
 #include "models/idefics3_config.h"
 #include "models/idefics3_image_processor.h"
 #include "models/internvl_image_processor.h"
@@ -578,7 +579,7 @@ class EngineImpl final : public Engine {
       BRIGADE_ASSIGN_OR_RETURN(PatchedImage image, idefics3_image_pixels(bytes, *idefics3_image_processor_, idefics3_patch_));
       return ImagePixels{std::make_shared<const std::vector<float>>(std::move(image.pixels)), image.grid_h, image.grid_w};
     }
-    if (internvl_image_processor_) {  // InternVL: the image's tiles, a column of them
+    if (internvl_image_processor_) {  // InternVL, Aya Vision: the image's tiles, a column of them
       BRIGADE_ASSIGN_OR_RETURN(PatchedImage image, internvl_image_pixels(bytes, *internvl_image_processor_, internvl_patch_));
       return ImagePixels{std::make_shared<const std::vector<float>>(std::move(image.pixels)), image.grid_h, image.grid_w};
     }
@@ -996,12 +997,18 @@ Status EngineImpl::start(const EngineOptions& options) {
       image_processor_ = seq;
       spdlog::warn("engine: images cannot be loaded from files: {}", seq.message());
     }
-  } else if (tower && tower->kind == VisionKind::internvl) {
-    // InternVL: GotOcr2ImageProcessor's tiles (crop_to_patches, as InternVLProcessor passes it).
+  } else if (tower && (tower->kind == VisionKind::internvl || tower->kind == VisionKind::aya_vision)) {
+    // InternVL, Aya Vision: GotOcr2ImageProcessor's tiles (crop_to_patches, as InternVLProcessor and
+    // AyaVisionProcessor pass it).
     if (options.image_min_pixels > 0 || options.image_max_pixels > 0)
-      return invalid_argument("--mm-processor-kwargs min_pixels / max_pixels bound Qwen2-VL's images; InternVL's "
-                              "processor tiles them as its preprocessor_config.json min_patches / max_patches say");
+      return invalid_argument(std::string("--mm-processor-kwargs min_pixels / max_pixels bound Qwen2-VL's images; ") +
+                              (tower->kind == VisionKind::internvl ? "InternVL's" : "Aya Vision's") +
+                              " processor tiles them as its preprocessor_config.json min_patches / max_patches say");
     auto internvl = model_internvl_image_processor(path, tower->image_size);
+    if (internvl && tower->kind == VisionKind::aya_vision)
+      if (Status st = check_aya_vision_processor(path, tower->image_tokens(tower->patches_per_side(), tower->patches_per_side()));
+          !st.is_ok())
+        internvl = st;
     if (internvl) {
       internvl_image_processor_ = *internvl;
       internvl_patch_ = tower->patch_size;

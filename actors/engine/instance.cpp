@@ -395,7 +395,7 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
       }
       if (v.kind == VisionKind::llava && v.anyres.on()) {  // LLaVA-NeXT: tiles by the image's size; no M-RoPE
         setup.limits.image_anyres = v.anyres;
-      } else if (v.kind == VisionKind::llava || v.kind == VisionKind::idefics3) {
+      } else if (v.kind == VisionKind::llava || v.tiled()) {
         // Fixed-size images (Idefics3: each tile one), [3, S, S] pixels, the grid's tokens (+ LLaVA's
         // class row); no M-RoPE.
         setup.limits.image_grid = v.patches_per_side();
@@ -411,7 +411,7 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
         spdlog::info("engine: instance '{}': images of {}x{} pixels, {} tokens each (vision tower on {})", inst.name,
                      v.image_size, v.image_size, v.image_tokens(v.patches_per_side(), v.patches_per_side()),
                      res->backend->name());
-      else if (v.kind == VisionKind::idefics3)
+      else if (v.tiled())
         spdlog::info("engine: instance '{}': images in tiles of {}x{} pixels, {} tokens a tile (vision tower on {})",
                      inst.name, v.image_size, v.image_size, v.image_tokens(v.patches_per_side(), v.patches_per_side()),
                      res->backend->name());

@@ -37,45 +37,60 @@ struct TokenizerState {
 
 using tokenizer_ptr = tokenizer_actor::stateful_pointer<TokenizerState>;
 
-// An Idefics3 image's tiles (ImageMarkers::tile_side): rows x cols split tiles (0 x 0 unsplit).
+// A tiled image's tiles (ImageMarkers::tile_side): Idefics3's rows x cols split tiles (0 x 0
+// unsplit) and the global one; Aya Vision's column of `rows` tiles (cols 0).
 struct TileGrid {
   int rows = 0, cols = 0;
-  int64_t tiles() const { return int64_t{rows} * cols + 1; }
+  bool column = false;
+  int64_t tiles() const { return column ? int64_t{rows} : int64_t{rows} * cols + 1; }
 };
 
 // Image k's tile grid, its pixels checked against it; invalid_argument naming the sizes.
 Expected<TileGrid> tile_grid(schema::ImageInput::Reader im, unsigned k, const ImageMarkers& m) {
   const int side = m.tile_side;
   const std::string which = "image " + std::to_string(k);
+  if (m.tile_column && (im.getGridW() != side || im.getGridH() <= 0 || im.getGridH() % side != 0))
+    return invalid_argument(which + " has a grid of " + std::to_string(im.getGridH()) + " x " +
+                            std::to_string(im.getGridW()) + " patches; this model's images are columns of tiles of " +
+                            std::to_string(side) + " x " + std::to_string(side) + " patches ((tiles * " +
+                            std::to_string(side) + ") x " + std::to_string(side) + ")");
   if (im.getGridH() <= 0 || im.getGridW() <= 0 || im.getGridH() % side != 0 || im.getGridW() % side != 0)
     return invalid_argument(which + " has a grid of " + std::to_string(im.getGridH()) + " x " +
                             std::to_string(im.getGridW()) + " patches; this model's images are tiles of " +
                             std::to_string(side) + " x " + std::to_string(side) + " patches ((rows * " +
                             std::to_string(side) + ") x (cols * " + std::to_string(side) + "))");
-  TileGrid g{im.getGridH() / side, im.getGridW() / side};
-  if (g.rows == 1 && g.cols == 1) g = {};
+  TileGrid g{im.getGridH() / side, im.getGridW() / side, m.tile_column};
+  if (g.column) g.cols = 0;
+  else if (g.rows == 1 && g.cols == 1) g = {};
   const size_t tile_floats = size_t{3} * static_cast<size_t>(m.tile_pixels) * static_cast<size_t>(m.tile_pixels);
   const size_t got = im.getPixels().size() / sizeof(float);  // compared as tiles: no product overflows
+  const std::string layout = g.column ? std::to_string(g.rows) : std::to_string(g.rows) + " x " + std::to_string(g.cols);
   if (got % tile_floats != 0 || static_cast<int64_t>(got / tile_floats) != g.tiles())
-    return invalid_argument(which + " of " + std::to_string(g.rows) + " x " + std::to_string(g.cols) + " tiles must be [" +
+    return invalid_argument(which + " of " + layout + " tiles must be [" +
                             std::to_string(g.tiles()) + ", 3, " + std::to_string(m.tile_pixels) + ", " +
                             std::to_string(m.tile_pixels) + "] pixels; got " + std::to_string(got) + " floats (" +
                             std::to_string(tile_floats) + " a tile)");
   return g;
 }
 
-// The prompt text of an image of grid g (Idefics3Processor.replace_image_token).
+// The prompt text of an image of grid g (Idefics3Processor's and AyaVisionProcessor's
+// replace_image_token: ImageMarkers).
 std::string tiled_image_text(const TileGrid& g, const ImageMarkers& m) {
   std::string run;
   for (int i = 0; i < m.tokens_per_image; ++i) run += m.image_piece;
+  if (g.column) {
+    std::string out = m.before;
+    for (int t = 1; t < g.rows; ++t) out += m.tile_piece + "_" + std::to_string(t) + run;
+    return out + m.global_piece + run + m.after;
+  }
   std::string out;
   for (int r = 0; r < g.rows; ++r) {
     for (int c = 0; c < g.cols; ++c)
-      out += m.fake_piece + "<row_" + std::to_string(r + 1) + "_col_" + std::to_string(c + 1) + ">" + run;
+      out += m.tile_piece + "<row_" + std::to_string(r + 1) + "_col_" + std::to_string(c + 1) + ">" + run;
     out += "\n";
   }
   if (g.rows > 0) out += "\n";
-  return out + m.fake_piece + m.global_piece + run + m.fake_piece;
+  return out + m.tile_piece + m.global_piece + run + m.tile_piece;
 }
 
 // The request's images into b: as they are, or (tile_side > 0) each one's tiles as images of their
@@ -380,15 +395,26 @@ ImageMarkers image_markers(const Tokenizer* tokenizer, const VisionConfig& v) {
     else m.tokens_per_image = v.image_tokens(v.patches_per_side(), v.patches_per_side());
     return m;
   }
-  if (v.kind == VisionKind::idefics3) {  // Idefics3Processor: each <image> becomes its tiles' text (ImageMarkers)
+  if (v.tiled()) {  // Idefics3Processor, AyaVisionProcessor: each <image> becomes its tiles' text (ImageMarkers)
     if (v.image_token < 0 || v.image_token >= n) return {};
     ImageMarkers m;
-    m.image_piece = m.marker = tokenizer->token_to_piece(v.image_token);
+    m.image_piece = tokenizer->token_to_piece(v.image_token);
     m.tokens_per_image = v.image_tokens(v.patches_per_side(), v.patches_per_side());
     m.tile_side = v.patches_per_side();
     m.tile_pixels = v.image_size;
-    m.fake_piece = "<fake_token_around_image>";  // the processor's strings (not in config.json)
-    m.global_piece = "<global-img>";
+    // The processors' strings (not in config.json).
+    if (v.kind == VisionKind::aya_vision) {
+      m.marker = "<image>";  // AyaVisionProcessor's image_token; the run is of <|IMG_PATCH|>
+      m.tile_column = true;
+      m.before = "<|START_OF_IMG|>";
+      m.after = "<|END_OF_IMG|>";
+      m.tile_piece = "TILE";
+      m.global_piece = "TILE_GLOBAL";
+    } else {
+      m.marker = m.image_piece;
+      m.tile_piece = "<fake_token_around_image>";
+      m.global_piece = "<global-img>";
+    }
     return m;
   }
   if (v.kind == VisionKind::internvl) {  // InternVLProcessor: each <IMG_CONTEXT> becomes <img> + its tiles' tokens + </img>

@@ -45,16 +45,22 @@ struct ImageMarkers {
   std::string break_piece;  // Pixtral: non-empty, the image's tokens are laid out in rows
   std::string end_piece;
   AnyresGrid anyres;        // LLaVA-NeXT: on, each image's size in pixels decides (anyres_tokens)
-  // Idefics3Processor / SmolVLMProcessor (tile_side > 0): an image arrives as the processor's tiles
-  // ([T, 3, tile_pixels, tile_pixels]), its grid (rows * tile_side) x (cols * tile_side) patches, a
-  // 1 x 1 grid the image unsplit. Its marker becomes, for each tile row by row, fake_piece +
-  // "<row_R_col_C>" + tokens_per_image image pieces, "\n" after each row, then "\n" + fake_piece +
-  // global_piece + the global tile's run + fake_piece (unsplit: that last part alone, without the
-  // "\n"); and the request's images become its tiles, each an image of tile_side x tile_side
-  // patches, the global tile last (T = rows * cols + 1, or 1). Token-id prompts' images are split too.
+  // Tiled images (tile_side > 0): an image arrives as the processor's tiles ([T, 3, tile_pixels,
+  // tile_pixels]), its marker becomes the processor's text around each tile's run of
+  // tokens_per_image image pieces, and the request's images become its tiles, each an image of
+  // tile_side x tile_side patches (token-id prompts' images are split too).
+  //   Idefics3Processor / SmolVLMProcessor: the grid (rows * tile_side) x (cols * tile_side) patches,
+  //   a 1 x 1 grid the image unsplit; for each tile row by row tile_piece ("<fake_token_around_image>")
+  //   + "<row_R_col_C>" + its run, "\n" after each row, then "\n" + tile_piece + global_piece
+  //   ("<global-img>") + the global tile's run + tile_piece (unsplit: that last part alone, without
+  //   the "\n"); T = rows * cols + 1, or 1.
+  //   AyaVisionProcessor (tile_column): the grid (T * tile_side) x tile_side (GotOcr2's tiles, the
+  //   thumbnail last); before ("<|START_OF_IMG|>"), tile_piece + "_k" ("TILE_1" ..) + run for the
+  //   first T - 1, global_piece ("TILE_GLOBAL") + run for the last, after ("<|END_OF_IMG|>").
   int tile_side = 0;
   int tile_pixels = 0;
-  std::string fake_piece, global_piece;
+  bool tile_column = false;
+  std::string tile_piece, global_piece;
 };
 // The markers of a model with a vision tower (`v` present), from the tokenizer's pieces of its
 // special tokens; empty otherwise.

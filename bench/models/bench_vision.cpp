@@ -49,7 +49,7 @@
 #include "models/checkpoint.h"
 #include "models/clip_vision.h"
 #include "models/gemma3_vision.h"
-#include "models/idefics3_vision.h"
+#include "models/tile_vision.h"
 #include "models/qwen_vision.h"
 #include "models/weight_loader.h"
 
@@ -420,7 +420,7 @@ std::map<std::string, RawTensor> smolvlm_tensors(const VisionConfig& v, std::vec
 void BM_SmolVLMImage(benchmark::State& state) {
   const VisionConfig v = smolvlm_256m(static_cast<int>(state.range(0)));
   std::vector<std::vector<uint16_t>> store;
-  Idefics3Vision tower;
+  TileVision tower;
   const int tiles = 4 * 4 + 1;
   std::vector<StepImage> images;
   for (int k = 0; k < tiles; ++k)
@@ -428,7 +428,7 @@ void BM_SmolVLMImage(benchmark::State& state) {
   const int tokens = tiles * v.image_tokens(v.patches_per_side(), v.patches_per_side());
   state.SetLabel("one 2048x2048 image, 17 tiles, " + std::to_string(tokens) + " tokens");
   run_tower(state, v, smolvlm_tensors(v, store), tower, kSmolVlmTextHidden, images, tokens,
-            [tiles](const Idefics3Vision& t) { return tiles * t.flops_per_tile(); }, "per_image_s_12", 12.0 / v.n_layers);
+            [tiles](const TileVision& t) { return tiles * t.flops_per_tile(); }, "per_image_s_12", 12.0 / v.n_layers);
 }
 BENCHMARK(BM_SmolVLMImage)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
 

@@ -1,5 +1,5 @@
 // Idefics3 and SmolVLM (Idefics3ForConditionalGeneration, SmolVLMForConditionalGeneration;
-// VisionKind::idefics3: Idefics3Vision) against transformers 5.25 (tests/fixtures/idefics3 and
+// VisionKind::idefics3: TileVision) against transformers 5.25 (tests/fixtures/idefics3 and
 // smolvlm, written by scripts/make_idefics3_fixtures.py): each tile's features (get_image_features'
 // pooler_output, split per tile) from Idefics3ImageProcessorPil's pixel_values, alone and several in
 // one call; the post_layernorm dropped, which the comparison must catch; the bucketed position ids;
@@ -24,7 +24,7 @@
 #include "model_test_util.h"
 #include "tests/vision_fixture.h"
 #include "models/idefics3_config.h"
-#include "models/idefics3_vision.h"
+#include "models/tile_vision.h"
 #include "models/mapped_file.h"
 #include "models/model_config.h"
 
@@ -46,62 +46,26 @@ constexpr float kLogitTol = 5e-4f;   // logits through the tower, connector and 
 
 int tile_tokens(const std::string& fixture) { return fixture == "smolvlm" ? 4 : 16; }
 
-// The processor's tiles (pixel_values.f32), each an image of 8 x 8 patches, in order; first[k] is
-// the index of image k's first tile.
-struct Tiles {
-  std::vector<StepImage> tiles;
-  std::vector<int> first, count;
-};
+testing::FixtureTiles read_tiles(const std::string& fixture) { return testing::read_fixture_tiles(fixture, kTilePixels, kSide); }
 
-Tiles read_tiles(const std::string& fixture) {
-  const nlohmann::json j = fixture_json(fixture, "expected.json");
-  const std::string raw = read_text_file(fixture_dir(fixture) + "/pixel_values.f32").value();
-  const size_t tile = size_t{3} * kTilePixels * kTilePixels;
-  Tiles out;
-  size_t at = 0;
-  for (const auto& im : j.at("images")) {
-    const int n = im.at("n_tiles").get<int>();
-    out.first.push_back(static_cast<int>(out.tiles.size()));
-    out.count.push_back(n);
-    for (int t = 0; t < n; ++t) {
-      auto px = std::make_shared<std::vector<float>>(tile);
-      EXPECT_LE((at + tile) * sizeof(float), raw.size());
-      if ((at + tile) * sizeof(float) > raw.size()) return out;
-      std::memcpy(px->data(), raw.data() + at * sizeof(float), tile * sizeof(float));
-      at += tile;
-      out.tiles.push_back({0, std::move(px), kSide, kSide});
-    }
-  }
-  EXPECT_EQ(at * sizeof(float), raw.size());
-  return out;
-}
-
-// Each tile's features: the images' pooler_output rows cut tile_tokens at a time.
 std::vector<std::vector<float>> read_tile_features(const std::string& fixture) {
-  const size_t per_tile = static_cast<size_t>(tile_tokens(fixture)) * kTextHidden;
-  std::vector<std::vector<float>> out;
-  for (const std::vector<float>& image : testing::read_image_features(fixture_json(fixture, "expected.json"))) {
-    EXPECT_EQ(image.size() % per_tile, 0u);
-    for (size_t at = 0; at + per_tile <= image.size(); at += per_tile)
-      out.emplace_back(image.begin() + static_cast<std::ptrdiff_t>(at), image.begin() + static_cast<std::ptrdiff_t>(at + per_tile));
-  }
-  return out;
+  return testing::read_tile_features(fixture, tile_tokens(fixture), kTextHidden);
 }
 
-using Tower = testing::LoadedTower<Idefics3Vision>;
+using Tower = testing::LoadedTower<TileVision>;
 
 std::unique_ptr<Tower> load_tower(const std::string& fixture, const std::function<void(VisionConfig&)>& mutate = {}) {
-  return testing::load_fixture_tower<Idefics3Vision>(
+  return testing::load_fixture_tower<TileVision>(
       fixture_dir(fixture), read_idefics3_vision(fixture_json(fixture, "config.json"), kTextVocab), kTextHidden,
       [](Tower&, std::map<std::string, RawTensor> m) { return idefics3_tensors(std::move(m)); }, mutate);
 }
 
-class Idefics3VisionTest : public ::testing::TestWithParam<std::string> {};
+class Idefics3TowerTest : public ::testing::TestWithParam<std::string> {};
 
 // idefics3: scale_factor 2 over 2 x 3, 3 x 3 and 3 x 2 tiles and their global tiles; smolvlm:
 // scale_factor 4, one tile an image.
-TEST_P(Idefics3VisionTest, FeaturesMatchTransformersAloneAndTogether) {
-  const Tiles t = read_tiles(GetParam());
+TEST_P(Idefics3TowerTest, FeaturesMatchTransformersAloneAndTogether) {
+  const testing::FixtureTiles t = read_tiles(GetParam());
   const auto want = read_tile_features(GetParam());
   ASSERT_EQ(t.tiles.size(), want.size());
   auto tower = load_tower(GetParam());
@@ -112,12 +76,12 @@ TEST_P(Idefics3VisionTest, FeaturesMatchTransformersAloneAndTogether) {
   std::printf("[ measured ] %s: largest relative feature difference from transformers: %.3g\n", GetParam().c_str(), worst);
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, Idefics3VisionTest, ::testing::Values("idefics3", "smolvlm"));
+INSTANTIATE_TEST_SUITE_P(Fixtures, Idefics3TowerTest, ::testing::Values("idefics3", "smolvlm"));
 
 // last_hidden_state without post_layernorm moves the features far beyond tolerance; a tile of
 // another grid, or an image of several tiles in one, is refused.
-TEST(Idefics3VisionMutation, DroppingThePostNormMovesTheFeatures) {
-  const Tiles t = read_tiles("idefics3");
+TEST(Idefics3TowerMutation, DroppingThePostNormMovesTheFeatures) {
+  const testing::FixtureTiles t = read_tiles("idefics3");
   const auto want = read_tile_features("idefics3");
   auto raw = load_tower("idefics3", [](VisionConfig& v) { v.final_norm = false; });
   ASSERT_NE(raw, nullptr);
@@ -136,7 +100,7 @@ TEST(Idefics3VisionMutation, DroppingThePostNormMovesTheFeatures) {
 // transformers' bucketed positions (Idefics3VisionEmbeddings) are the identity for whole tiles at
 // the sides the checkpoints use (the fixture's 8, Idefics3-8B's 26, SmolVLM2-2.2B's 27, SmolVLM's
 // 32; 24 and 64 besides), as torch computed them with the same float32 arithmetic.
-TEST(Idefics3Vision, PositionIdsOfWholeTilesAreTheTable) {
+TEST(Idefics3Tower, PositionIdsOfWholeTilesAreTheTable) {
   for (int n : {8, 16, 24, 26, 27, 32, 64}) {
     std::vector<int32_t> want(static_cast<size_t>(n) * static_cast<size_t>(n));
     std::iota(want.begin(), want.end(), 0);
@@ -219,21 +183,14 @@ TEST(Idefics3Config, ChecksTheProcessorsImageSeqLen) {
 class Idefics3Model : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    Tiles t = read_tiles(GetParam());
+    testing::FixtureTiles t = read_tiles(GetParam());
     ASSERT_EQ(t.first.size(), 3u);
-    const std::vector<int> first = t.first, count = t.count;
     prompts_.load({.fixture = GetParam(),
                    .kind = VisionKind::idefics3,
                    .markers = {.image = kImage},
                    .max_batch_tokens = 512,
                    .pages = 24,
-                   .runs_of =
-                       [first, count](const std::vector<int>& images) {
-                         std::vector<int> runs;  // each image's tiles, a run each
-                         for (int k : images)
-                           for (int i = 0; i < count.at(static_cast<size_t>(k)); ++i) runs.push_back(first.at(static_cast<size_t>(k)) + i);
-                         return runs;
-                       }},
+                   .runs_of = t.runs_of()},
                   std::move(t.tiles));
     ASSERT_TRUE(prompts_.loaded());
   }

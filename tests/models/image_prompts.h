@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -21,6 +22,7 @@
 #include "model_test_util.h"
 #include "tests/vision_fixture.h"
 #include "models/llama.h"
+#include "models/mapped_file.h"
 
 namespace brigade::testing {
 
@@ -151,5 +153,54 @@ class ImagePrompts {
   std::vector<ImageCase> cases_;
   std::unique_ptr<Model> model_;
 };
+
+// A tiled model's fixture images (Idefics3, Aya Vision): the processor's tiles (pixel_values.f32:
+// every image's [n_tiles, 3, S, S] in order, expected.json's images[k].n_tiles) each an image of
+// side x side patches; first[k] / count[k] say which are image k's.
+struct FixtureTiles {
+  std::vector<StepImage> tiles;
+  std::vector<int> first, count;
+  // ImagePrompts::Options::runs_of: each image of a case as its tiles, a run each.
+  std::function<std::vector<int>(const std::vector<int>&)> runs_of() const {
+    return [first = first, count = count](const std::vector<int>& images) {
+      std::vector<int> runs;
+      for (int k : images)
+        for (int i = 0; i < count.at(static_cast<size_t>(k)); ++i) runs.push_back(first.at(static_cast<size_t>(k)) + i);
+      return runs;
+    };
+  }
+};
+
+inline FixtureTiles read_fixture_tiles(const std::string& fixture, int tile_pixels, int side) {
+  const nlohmann::json j = fixture_json(fixture, "expected.json");
+  const std::string raw = read_text_file(fixture_dir(fixture) + "/pixel_values.f32").value();
+  const size_t tile = size_t{3} * static_cast<size_t>(tile_pixels) * static_cast<size_t>(tile_pixels);
+  FixtureTiles out;
+  size_t at = 0;
+  for (const auto& im : j.at("images")) {
+    const int n = im.at("n_tiles").get<int>();
+    out.first.push_back(static_cast<int>(out.tiles.size()));
+    out.count.push_back(n);
+    for (int t = 0; t < n && (at + tile) * sizeof(float) <= raw.size(); ++t, at += tile) {
+      auto px = std::make_shared<std::vector<float>>(tile);
+      std::memcpy(px->data(), raw.data() + at * sizeof(float), tile * sizeof(float));
+      out.tiles.push_back({0, std::move(px), side, side});
+    }
+  }
+  EXPECT_EQ(at * sizeof(float), raw.size()) << fixture << ": pixel_values.f32 is not the images' tiles";
+  return out;
+}
+
+// Each tile's features: expected.json's images' features cut tile_tokens rows (of `hidden`) at a time.
+inline std::vector<std::vector<float>> read_tile_features(const std::string& fixture, int tile_tokens, int hidden) {
+  const size_t per_tile = static_cast<size_t>(tile_tokens) * static_cast<size_t>(hidden);
+  std::vector<std::vector<float>> out;
+  for (const std::vector<float>& image : read_image_features(fixture_json(fixture, "expected.json"))) {
+    EXPECT_EQ(image.size() % per_tile, 0u) << fixture;
+    for (size_t at = 0; at + per_tile <= image.size(); at += per_tile)
+      out.emplace_back(image.begin() + static_cast<std::ptrdiff_t>(at), image.begin() + static_cast<std::ptrdiff_t>(at + per_tile));
+  }
+  return out;
+}
 
 }  // namespace brigade::testing

@@ -1,11 +1,14 @@
-// Idefics3's and SmolVLM's images through the engine (tests/fixtures/idefics3 and smolvlm, written
-// by scripts/make_idefics3_fixtures.py: tiny Idefics3ForConditionalGeneration /
-// SmolVLMForConditionalGeneration checkpoints and transformers' greedy tokens): Engine::load_image
-// runs Idefics3ImageProcessor on the PNGs (the image's tiles row by row and the global tile, its
-// grid rows x cols tiles of 8 x 8 patches; smolvlm's unsplit: one tile), the tokenizer station
-// writes each image's text as Idefics3Processor does (<fake_token_around_image>, <row_R_col_C>,
-// "\n", <global-img>) and makes each tile an image of its own, for text and token-id prompts
-// alike; the scheduler finds each tile's run of image tokens and cuts them over chunks anywhere.
+// Tiled images through the engine: Idefics3's and SmolVLM's (tests/fixtures/idefics3 and smolvlm,
+// written by scripts/make_idefics3_fixtures.py: tiny Idefics3ForConditionalGeneration /
+// SmolVLMForConditionalGeneration checkpoints and transformers' greedy tokens) and Aya Vision's
+// (tests/fixtures/aya_vision, scripts/make_aya_vision_fixtures.py). Engine::load_image runs the
+// model's processor on the PNGs (Idefics3ImageProcessor: the image's tiles row by row and the global
+// tile, its grid rows x cols tiles of 8 x 8 patches, smolvlm's unsplit; Aya Vision's
+// GotOcr2ImageProcessor: a column of tiles, the thumbnail last), the tokenizer station writes each
+// image's text as the model's processor does (Idefics3Processor: <fake_token_around_image>,
+// <row_R_col_C>, "\n", <global-img>; AyaVisionProcessor: <|START_OF_IMG|>, TILE_k, TILE_GLOBAL,
+// <|END_OF_IMG|>) and makes each tile an image of its own, for text and token-id prompts alike; the
+// scheduler finds each tile's run of image tokens and cuts them over chunks anywhere.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -60,12 +63,12 @@ auto steps_engine(const std::string& dir, int step_tokens) {
   return create_engine(o);
 }
 
-class EngineVisionIdefics3 : public ::testing::TestWithParam<std::string> {};
+class EngineVisionTiles : public ::testing::TestWithParam<std::string> {};
 
 // Whole prompts, steps of 32 and of 7 tokens (the tiles cut anywhere): the PNGs load as their
 // tiles, and every token-id prompt (each image's processor text and runs) continues as
 // transformers' does.
-TEST_P(EngineVisionIdefics3, PromptsWithImagesContinueAsTransformers) {
+TEST_P(EngineVisionTiles, PromptsWithImagesContinueAsTransformers) {
   const std::string dir = kFixtures + GetParam();
   const auto cases = read_cases(GetParam(), "cases");
   const nlohmann::json want = expected(GetParam()).at("images");
@@ -76,7 +79,9 @@ TEST_P(EngineVisionIdefics3, PromptsWithImagesContinueAsTransformers) {
     const std::vector<ImagePixels> images = testing::load_fixture_images(*engine, dir, 3);
     ASSERT_EQ(images.size(), 3u);
     for (size_t k = 0; k < images.size(); ++k) {
-      const int rows = want[k].at("rows").get<int>(), cols = want[k].at("cols").get<int>();
+      const bool column = !want[k].contains("rows");  // Aya Vision: a column of GotOcr2's tiles
+      const int rows = column ? want[k].at("n_tiles").get<int>() : want[k].at("rows").get<int>();
+      const int cols = column ? 1 : want[k].at("cols").get<int>();
       EXPECT_EQ(images[k].grid_h, std::max(rows, 1) * kSide) << "image " << k;
       EXPECT_EQ(images[k].grid_w, std::max(cols, 1) * kSide) << "image " << k;
       EXPECT_EQ(images[k].pixels->size(), want[k].at("n_tiles").get<size_t>() * 3 * 32 * 32) << "image " << k;
@@ -90,7 +95,7 @@ TEST_P(EngineVisionIdefics3, PromptsWithImagesContinueAsTransformers) {
 // The chats' text (the template's, `<image>` where each image goes): the tokenizer station expands
 // each image as Idefics3Processor does, so the prompt is the processor's length and the tokens
 // transformers'.
-TEST_P(EngineVisionIdefics3, ChatTextExpandsEachImageAsTheProcessorDoes) {
+TEST_P(EngineVisionTiles, ChatTextExpandsEachImageAsTheProcessorDoes) {
   const std::string dir = kFixtures + GetParam();
   auto engine = steps_engine(dir, 32);
   ASSERT_NE(engine, nullptr);
@@ -110,7 +115,7 @@ TEST_P(EngineVisionIdefics3, ChatTextExpandsEachImageAsTheProcessorDoes) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, EngineVisionIdefics3, ::testing::Values("idefics3", "smolvlm"));
+INSTANTIATE_TEST_SUITE_P(Fixtures, EngineVisionTiles, ::testing::Values("idefics3", "smolvlm", "aya_vision"));
 
 // An image sent as its tiles already (each [3, 32, 32] with an 8 x 8 grid) is the same prompt.
 TEST(EngineVisionIdefics3Tiles, TilesSentOneByOneAreTheSamePrompt) {
@@ -157,6 +162,28 @@ TEST(EngineVisionIdefics3Tiles, BadImageRequestsAreRefusedNamingTheProblem) {
   GenerateOptions too_few = r;  // the prompt's 10 runs of image tokens, 7 tiles
   too_few.images = {images[0]};
   testing::expect_refused(*engine, too_few, "image(s)");
+  testing::expect_greedy_run(*engine, r, c.greedy);
+}
+
+// Aya Vision: a grid that is not a column of tiles, or pixels that are not its tiles, is refused
+// naming the layout; the engine keeps serving.
+TEST(EngineVisionAyaTiles, BadImageRequestsAreRefusedNamingTheProblem) {
+  const std::string dir = kFixtures + "aya_vision";
+  auto engine = create_engine(testing::test_engine_options(dir, 1));
+  ASSERT_NE(engine, nullptr);
+  const std::vector<ImagePixels> images = testing::load_fixture_images(*engine, dir, 3);
+  ASSERT_EQ(images.size(), 3u);
+  const auto cases = read_cases("aya_vision", "cases");
+  ASSERT_EQ(cases.size(), 2u);
+  const Idefics3Case& c = cases[1];  // image 1 alone: one tile
+  GenerateOptions r = testing::greedy_image_request(images, c.prompt, c.images, c.greedy);
+  GenerateOptions side_by_side = r;
+  side_by_side.images[0] = images[0];  // three tiles laid side by side
+  side_by_side.images[0].grid_h = kSide, side_by_side.images[0].grid_w = 3 * kSide;
+  testing::expect_refused(*engine, side_by_side, "image 0 has a grid of 8 x 24 patches; this model's images are columns");
+  GenerateOptions short_pixels = r;
+  short_pixels.images[0].grid_h = 2 * kSide;  // two tiles' grid, one tile's pixels
+  testing::expect_refused(*engine, short_pixels, "image 0 of 2 tiles must be [2, 3, 32, 32] pixels");
   testing::expect_greedy_run(*engine, r, c.greedy);
 }
 
