@@ -157,16 +157,7 @@ TEST(AyaVisionConfig, ChecksTheProcessorsTokensATile) {
 class AyaVisionModel : public ::testing::Test {
  protected:
   void SetUp() override {
-    testing::FixtureTiles t = read_tiles();
-    ASSERT_EQ(t.first.size(), 3u);
-    prompts_.load({.fixture = kFixture,
-                   .kind = VisionKind::aya_vision,
-                   .markers = {.image = kImage},
-                   .max_batch_tokens = 512,
-                   .pages = 24,
-                   .runs_of = t.runs_of()},
-                  std::move(t.tiles));
-    ASSERT_TRUE(prompts_.loaded());
+    testing::load_tiled_prompts(prompts_, kFixture, VisionKind::aya_vision, kImage, 32, kSide);
   }
   testing::ImagePrompts prompts_;
 };

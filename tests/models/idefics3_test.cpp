@@ -183,16 +183,7 @@ TEST(Idefics3Config, ChecksTheProcessorsImageSeqLen) {
 class Idefics3Model : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    testing::FixtureTiles t = read_tiles(GetParam());
-    ASSERT_EQ(t.first.size(), 3u);
-    prompts_.load({.fixture = GetParam(),
-                   .kind = VisionKind::idefics3,
-                   .markers = {.image = kImage},
-                   .max_batch_tokens = 512,
-                   .pages = 24,
-                   .runs_of = t.runs_of()},
-                  std::move(t.tiles));
-    ASSERT_TRUE(prompts_.loaded());
+    testing::load_tiled_prompts(prompts_, GetParam(), VisionKind::idefics3, kImage, kTilePixels, kSide);
   }
   testing::ImagePrompts prompts_;
 };

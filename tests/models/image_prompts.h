@@ -203,4 +203,18 @@ inline std::vector<std::vector<float>> read_tile_features(const std::string& fix
   return out;
 }
 
+// A tiled model's fixture loaded into `prompts` (Idefics3, Aya Vision): its checkpoint of `kind`,
+// its processor's tiles (read_fixture_tiles, 3 images), each case's images as their tiles' runs of
+// `image` tokens, room for the fixtures' longest prompts.
+inline void load_tiled_prompts(ImagePrompts& prompts, const std::string& fixture, VisionKind kind, int32_t image,
+                               int tile_pixels, int side) {
+  FixtureTiles t = read_fixture_tiles(fixture, tile_pixels, side);
+  ASSERT_EQ(t.first.size(), 3u);
+  auto runs_of = t.runs_of();
+  prompts.load({.fixture = fixture, .kind = kind, .markers = {.image = image}, .max_batch_tokens = 512, .pages = 24,
+                .runs_of = std::move(runs_of)},
+               std::move(t.tiles));
+  ASSERT_TRUE(prompts.loaded());
+}
+
 }  // namespace brigade::testing
