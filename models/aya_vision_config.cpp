@@ -10,28 +10,15 @@ namespace brigade {
 
 using json = nlohmann::json;
 
-namespace {
-
-std::string model_type(const json& j, const char* fallback) {
-  const auto t = j.find("model_type");
-  return t != j.end() && t->is_string() ? t->get<std::string>() : std::string(fallback);
-}
-
-}  // namespace
-
 bool is_aya_vision(const json& j) {
-  const auto a = j.find("architectures");
-  if (a != j.end() && a->is_array())
-    for (const json& name : *a)
-      if (name.is_string() && name.get<std::string>() == "AyaVisionForConditionalGeneration") return true;
-  return model_type(j, "") == "aya_vision";
+  return config_names_class(j, {"AyaVisionForConditionalGeneration"}, {"aya_vision"});
 }
 
 Expected<json> aya_vision_text_config(const json& j) {
   const auto it = j.find("text_config");
   if (it != j.end() && !it->is_null() && !it->is_object()) return corrupt("config.json: text_config is not an object");
   const json text = it == j.end() || it->is_null() ? json::object() : *it;
-  const std::string type = model_type(text, "cohere2");
+  const std::string type = config_model_type(text, "cohere2");
   if (type != "cohere2" && type != "cohere")
     return unsupported("config.json: text_config.model_type '" + type +
                        "' of AyaVisionForConditionalGeneration is not supported; supported: cohere2, cohere");

@@ -15,12 +15,6 @@ constexpr std::array<std::string_view, 4> kFamilies = {"Bert", "Roberta", "XLMRo
 constexpr std::array<std::string_view, 4> kHeads = {"Model", "ForMaskedLM", "ForPreTraining",
                                                     "ForSequenceClassification"};
 
-std::string first_architecture(const json& j) {
-  auto it = j.find("architectures");
-  if (it == j.end() || !it->is_array() || it->empty() || !(*it)[0].is_string()) return "";
-  return (*it)[0].get<std::string>();
-}
-
 // The family ("Bert", "Roberta", "XLMRoberta") and head of an architecture name; empty when not one.
 std::pair<std::string, std::string> split_architecture(const std::string& name) {
   for (std::string_view f : kFamilies)
@@ -45,19 +39,14 @@ Status read_encoder_fields(const json& j, ModelConfig& c) {
 }
 
 bool is_nomic_bert(const json& j) {
-  const std::string arch = first_architecture(j);
-  if (!arch.empty()) return arch == "NomicBertModel";
-  auto it = j.find("model_type");
-  return it != j.end() && it->is_string() && it->get<std::string>() == "nomic_bert";
+  return config_names_class(j, {"NomicBertModel"}, {"nomic_bert"});
 }
 
 bool is_bert_family(const json& j) {
   if (is_nomic_bert(j)) return true;
-  const std::string arch = first_architecture(j);
+  const std::string arch = config_architecture(j);
   if (!arch.empty()) return !split_architecture(arch).first.empty();
-  auto it = j.find("model_type");
-  if (it == j.end() || !it->is_string()) return false;
-  const std::string t = it->get<std::string>();
+  const std::string t = config_model_type(j);
   return t == "bert" || t == "roberta" || t == "xlm-roberta" || t == "distilbert";
 }
 
@@ -175,7 +164,7 @@ Expected<ModelConfig> read_nomic_bert_config(const json& j) {
 Expected<ModelConfig> read_bert_config(const json& j) {
   if (is_nomic_bert(j)) return read_nomic_bert_config(j);
   ModelConfig c;
-  const std::string named = first_architecture(j);
+  const std::string named = config_architecture(j);
   std::string family, head;
   if (!named.empty()) {
     std::tie(family, head) = split_architecture(named);

@@ -145,8 +145,7 @@ Status read_exaone3(const json& j, ModelConfig& c) {
 }  // namespace
 
 void apply_exaone3_config_names(json& j) {
-  auto type = j.find("model_type");
-  if (type == j.end() || !type->is_string() || type->get<std::string>() != "exaone") return;
+  if (config_model_type(j) != "exaone") return;
   static constexpr std::pair<const char*, const char*> kNames[] = {
       {"num_layers", "num_hidden_layers"}, {"layer_norm_epsilon", "rms_norm_eps"}, {"activation_function", "hidden_act"}};
   for (const auto& [hub, ours] : kNames)

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/checkpoint.h"
+#include "models/config_json.h"
 #include "models/mapped_file.h"
 #include "models/model_config.h"
 #include "models/tokenizer.h"
@@ -65,12 +66,6 @@ Expected<bool> bool_key(const json& j, const char* key, bool otherwise) {
 std::string string_key(const json& j, const char* key) {
   auto it = j.find(key);
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-std::string first_architecture(const json& j) {
-  auto it = j.find("architectures");
-  if (it == j.end() || !it->is_array() || it->empty() || !(*it)[0].is_string()) return "";
-  return (*it)[0].get<std::string>();
 }
 
 Expected<ClassifierActivation> activation_by_name(const std::string& name, const std::string& where) {
@@ -304,9 +299,9 @@ Expected<std::optional<ClassifierHead>> read_classifier(const std::string& model
   BRIGADE_ASSIGN_OR_RETURN(std::string text, read_text_file(config_path.string()));
   json config = json::parse(text, nullptr, false);
   if (config.is_discarded() || !config.is_object()) return corrupt(config_path.string() + ": not a JSON object");
-  const std::string stored_arch = first_architecture(config);
+  const std::string stored_arch = config_architecture(config);
   for (const auto& [key, value] : overrides.items()) config[key] = value;
-  const std::string arch = first_architecture(config);
+  const std::string arch = config_architecture(config);
   BRIGADE_ASSIGN_OR_RETURN(const bool qwen3_reranker, bool_key(config, "is_original_qwen3_reranker", false));
   const bool converts = config.contains("method") || qwen3_reranker;
   if (!arch.ends_with(kSeqCls)) {

@@ -54,9 +54,18 @@ std::string config_architecture(const json& j) {
   return {};
 }
 
-std::string config_model_type(const json& j) {
+std::string config_model_type(const json& j, const char* fallback) {
   auto it = j.find("model_type");
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string(fallback);
+}
+
+bool config_names_class(const json& j, std::initializer_list<const char*> classes,
+                        std::initializer_list<const char*> types) {
+  const std::string arch = config_architecture(j);
+  const std::string named = arch.empty() ? config_model_type(j) : arch;
+  for (const char* name : arch.empty() ? types : classes)
+    if (named == name) return true;
+  return false;
 }
 
 Expected<json> text_config_with_ids(const json& j, const std::string& arch, const std::string& text_only) {

@@ -3,6 +3,7 @@
 // when the field is absent or null and returns corrupt, naming the field, for a wrong type.
 #pragma once
 
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -24,9 +25,14 @@ Status read_eos(const nlohmann::json& j, std::vector<int>& eos);
 // another type.
 Status read_dtype(const nlohmann::json& j, DType& out);
 
-// architectures[0] and model_type, or "" when absent (or not strings).
+// architectures[0], or "" when absent (or not a string).
 std::string config_architecture(const nlohmann::json& j);
-std::string config_model_type(const nlohmann::json& j);
+// model_type, or `fallback` when absent (or not a string).
+std::string config_model_type(const nlohmann::json& j, const char* fallback = "");
+// A family test: whether architectures[0] is one of `classes`, or, without architectures, model_type
+// is one of `types` (the class named decides, as in config_architecture's dispatch).
+bool config_names_class(const nlohmann::json& j, std::initializer_list<const char*> classes,
+                        std::initializer_list<const char*> types);
 // A *ForConditionalGeneration's text_config with the top level's bos / eos ids and dtype where it
 // lacks them (Gemma 3n's, Gemma 4's); unsupported without a text_config object, the message
 // naming `arch` and its text-only form `text_only` ("Gemma4ForCausalLM (model_type gemma4_text)").

@@ -12,10 +12,7 @@ namespace brigade {
 using nlohmann::json;
 
 bool is_dbrx(const json& j) {
-  if (auto a = j.find("architectures"); a != j.end() && a->is_array() && !a->empty() && (*a)[0].is_string())
-    return (*a)[0].get<std::string>() == "DbrxForCausalLM";
-  auto t = j.find("model_type");
-  return t != j.end() && t->is_string() && t->get<std::string>() == "dbrx";
+  return config_names_class(j, {"DbrxForCausalLM"}, {"dbrx"});
 }
 
 namespace {

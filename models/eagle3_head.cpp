@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/config_json.h"
 #include "models/mapped_file.h"
 #include "models/rope_scaling.h"
 #include "models/safetensors.h"
@@ -57,9 +58,7 @@ Expected<std::vector<int>> aux_layer_ids(const json& j, int target_layers) {
 Expected<Eagle3Config> parse_eagle3_config(const std::string& json_text, const ModelConfig& target) {
   json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return corrupt("config.json is not a valid JSON object");
-  std::string arch;
-  if (auto it = j.find("architectures"); it != j.end() && it->is_array() && !it->empty() && (*it)[0].is_string())
-    arch = (*it)[0].get<std::string>();
+  const std::string arch = config_architecture(j);
   Eagle3Config c;
   // The speculators layout (vLLM's SpeculatorsConfig): the decoder layer under
   // transformer_layer_config, the EAGLE-3 fields at the top level.

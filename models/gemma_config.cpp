@@ -75,11 +75,7 @@ Status read_rope_by_layer_type(const json& j, ModelConfig& c) {
 bool is_gemma(const std::string& arch) { return arch == "gemma2" || arch == "gemma3_text"; }
 
 bool is_gemma3_multimodal(const json& j) {
-  auto a = j.find("architectures");
-  if (a != j.end() && a->is_array() && !a->empty() && (*a)[0].is_string())
-    return (*a)[0].get<std::string>() == "Gemma3ForConditionalGeneration";
-  auto t = j.find("model_type");
-  return t != j.end() && t->is_string() && t->get<std::string>() == "gemma3";
+  return config_names_class(j, {"Gemma3ForConditionalGeneration"}, {"gemma3"});
 }
 
 Expected<json> gemma3_text_config(const json& j) {

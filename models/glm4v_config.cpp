@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "models/config_json.h"
 #include "models/qwen_vl_config.h"
 
 namespace brigade {
@@ -10,26 +11,17 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string arch_or_type(const json& j) {
-  const auto a = j.find("architectures");
-  if (a != j.end() && a->is_array() && !a->empty() && (*a)[0].is_string()) return (*a)[0].get<std::string>();
-  const auto t = j.find("model_type");
-  return t != j.end() && t->is_string() ? t->get<std::string>() : std::string();
-}
-
 bool has_key(const json& j, const char* key) { return j.contains(key) && !j[key].is_null(); }
 
 }  // namespace
 
 bool is_glm4v(const json& j) {
-  const std::string a = arch_or_type(j);
-  return a == "Glm4vForConditionalGeneration" || a == "Glm4vMoeForConditionalGeneration" || a == "glm4v" ||
-         a == "glm4v_moe";
+  return config_names_class(j, {"Glm4vForConditionalGeneration", "Glm4vMoeForConditionalGeneration"},
+                            {"glm4v", "glm4v_moe"});
 }
 
 bool is_glm4v_moe(const json& j) {
-  const std::string a = arch_or_type(j);
-  return a == "Glm4vMoeForConditionalGeneration" || a == "glm4v_moe";
+  return config_names_class(j, {"Glm4vMoeForConditionalGeneration"}, {"glm4v_moe"});
 }
 
 Expected<json> glm4v_text_config(const json& j, std::vector<int>* mrope_section) {

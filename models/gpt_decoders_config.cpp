@@ -13,9 +13,7 @@ using json = nlohmann::json;
 
 // The architecture a config describes by its model_type ("" for none of the four).
 std::string gpt_model_type(const json& j) {
-  auto t = j.find("model_type");
-  if (t == j.end() || !t->is_string()) return "";
-  const std::string type = t->get<std::string>();
+  const std::string type = config_model_type(j);
   return is_gpt_decoder(type) ? type : "";
 }
 

@@ -14,11 +14,6 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string model_type(const json& j) {
-  const auto t = j.find("model_type");
-  return t != j.end() && t->is_string() ? t->get<std::string>() : std::string();
-}
-
 const json& object_or_empty(const json& j, const char* key) {
   static const json kEmpty = json::object();
   const auto it = j.find(key);
@@ -28,14 +23,8 @@ const json& object_or_empty(const json& j, const char* key) {
 }  // namespace
 
 bool is_idefics3(const json& j) {
-  const auto a = j.find("architectures");
-  if (a != j.end() && a->is_array())
-    for (const json& name : *a)
-      if (name.is_string() && (name.get<std::string>() == "Idefics3ForConditionalGeneration" ||
-                               name.get<std::string>() == "SmolVLMForConditionalGeneration"))
-        return true;
-  const std::string type = model_type(j);
-  return type == "idefics3" || type == "smolvlm";
+  return config_names_class(j, {"Idefics3ForConditionalGeneration", "SmolVLMForConditionalGeneration"},
+                            {"idefics3", "smolvlm"});
 }
 
 Expected<json> idefics3_text_config(const json& j) {
@@ -47,7 +36,7 @@ Expected<json> idefics3_text_config(const json& j) {
   json defaults = {{"vocab_size", 32000}, {"hidden_size", 4096}, {"intermediate_size", 11008},
                    {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"max_position_embeddings", 2048},
                    {"rms_norm_eps", 1e-5}, {"rope_theta", 10000.0}, {"hidden_act", "silu"}};
-  const char* wrapper_name = model_type(j) == "smolvlm" ? "SmolVLMForConditionalGeneration"
+  const char* wrapper_name = config_model_type(j) == "smolvlm" ? "SmolVLMForConditionalGeneration"
                                                         : "Idefics3ForConditionalGeneration";
   return wrapped_text_config(wrapper, wrapper_name, std::move(defaults), "llama", "LlamaForCausalLM", /*tie=*/false);
 }

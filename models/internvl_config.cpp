@@ -14,15 +14,6 @@ using json = nlohmann::json;
 
 namespace {
 
-bool names_class(const json& j, const char* cls, const char* type) {
-  const auto a = j.find("architectures");
-  if (a != j.end() && a->is_array())
-    for (const json& name : *a)
-      if (name.is_string() && name.get<std::string>() == cls) return true;
-  const auto t = j.find("model_type");
-  return t != j.end() && t->is_string() && t->get<std::string>() == type;
-}
-
 // The language model classes' defaults for the fields an InternVL text_config may leave out.
 Expected<std::pair<json, const char*>> text_defaults(const std::string& type) {
   if (type == "qwen2")  // Qwen2Config
@@ -51,9 +42,7 @@ Expected<json> remote_text_config(const json& j) {
   const auto it = j.find("llm_config");
   if (it == j.end() || !it->is_object()) return corrupt("config.json: InternVLChatModel without an llm_config object");
   json t = *it;
-  std::string arch;
-  if (const auto a = t.find("architectures"); a != t.end() && a->is_array() && !a->empty() && a->front().is_string())
-    arch = a->front().get<std::string>();
+  const std::string arch = config_architecture(t);
   if (arch != "Qwen2ForCausalLM" && arch != "Qwen3ForCausalLM" && arch != "Qwen3MoeForCausalLM" &&
       arch != "LlamaForCausalLM" && arch != "InternLM2ForCausalLM")
     return unsupported("config.json: llm_config.architectures '" + arch +
@@ -164,8 +153,8 @@ Status read_feature_layer(const json& j, bool remote, VisionConfig& v) {
 
 }  // namespace
 
-bool is_internvl(const json& j) { return names_class(j, "InternVLForConditionalGeneration", "internvl"); }
-bool is_internvl_chat(const json& j) { return names_class(j, "InternVLChatModel", "internvl_chat"); }
+bool is_internvl(const json& j) { return config_names_class(j, {"InternVLForConditionalGeneration"}, {"internvl"}); }
+bool is_internvl_chat(const json& j) { return config_names_class(j, {"InternVLChatModel"}, {"internvl_chat"}); }
 
 Expected<json> internvl_text_config(const json& j) {
   if (is_internvl_chat(j)) return remote_text_config(j);
@@ -196,10 +185,8 @@ Expected<VisionConfig> read_internvl_vision(const json& j, int text_vocab) {
     if (ps != "v2")
       return unsupported("config.json: ps_version '" + ps + "' (the pixel shuffle without its last transpose); "
                          "supported: v2");
-    std::string llm;
-    if (const auto l = j.find("llm_config"); l != j.end() && l->is_object())
-      if (const auto a = l->find("architectures"); a != l->end() && a->is_array() && !a->empty() && a->front().is_string())
-        llm = a->front().get<std::string>();
+    const auto l = j.find("llm_config");
+    const std::string llm = l != j.end() && l->is_object() ? config_architecture(*l) : std::string();
     v.image_token = llm.starts_with("Qwen") ? 151667 : 92546;
     BRIGADE_RETURN_IF_ERROR(read_int(j, "img_context_token_id", v.image_token, false));
   } else {

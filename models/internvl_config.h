@@ -24,8 +24,8 @@
 
 namespace brigade {
 
-// Whether config.json is an InternVLForConditionalGeneration (architectures or model_type
-// internvl) or an InternVLChatModel (internvl_chat).
+// Whether config.json is an InternVLForConditionalGeneration (architectures[0], else model_type
+// internvl: config_names_class) or an InternVLChatModel (internvl_chat).
 bool is_internvl(const nlohmann::json& j);
 bool is_internvl_chat(const nlohmann::json& j);
 

@@ -10,10 +10,7 @@ namespace brigade {
 using json = nlohmann::json;
 
 bool is_kimi_linear(const json& j) {
-  if (auto it = j.find("architectures"); it != j.end() && it->is_array() && !it->empty() && (*it)[0].is_string())
-    return (*it)[0].get<std::string>() == "KimiLinearForCausalLM";
-  auto it = j.find("model_type");
-  return it != j.end() && it->is_string() && it->get<std::string>() == "kimi_linear";
+  return config_names_class(j, {"KimiLinearForCausalLM"}, {"kimi_linear"});
 }
 
 namespace {

@@ -101,14 +101,6 @@ bool is_llama_variant(const std::string& arch) { return !llama_variant_arch("", 
 
 namespace {
 
-// Whether config.json's architectures[0] is `cls`, or without architectures its model_type is `type`.
-bool names_class(const json& j, const char* cls, const char* type) {
-  if (auto a = j.find("architectures"); a != j.end() && a->is_array() && !a->empty() && (*a)[0].is_string())
-    return (*a)[0].get<std::string>() == cls;
-  auto t = j.find("model_type");
-  return t != j.end() && t->is_string() && t->get<std::string>() == type;
-}
-
 // clip_qkv (OlmoConfig's, OlmoeConfig's): null, or the bound q, k and v are clamped to.
 Status read_clip_qkv(const json& j, ModelConfig& c) {
   auto clip = j.find("clip_qkv");
@@ -136,7 +128,7 @@ void nope_on_full_layers(ModelConfig& c) {
   for (int l = 0; l < c.n_layers; ++l) c.nope_layers[static_cast<size_t>(l)] = c.layer_window(l) == 0;
 }
 
-bool is_mistral3(const json& j) { return names_class(j, "Mistral3ForConditionalGeneration", "mistral3"); }
+bool is_mistral3(const json& j) { return config_names_class(j, {"Mistral3ForConditionalGeneration"}, {"mistral3"}); }
 
 // A wrapper's (`wrapper`: the class name, for messages) language model config: its text_config
 // over `defaults`, whose model_type must be `type` (another refused by name), the top level's
@@ -198,7 +190,7 @@ Expected<json> mistral3_text_config(const json& j) {
                              /*tie=*/true);
 }
 
-bool is_llama4(const json& j) { return names_class(j, "Llama4ForConditionalGeneration", "llama4"); }
+bool is_llama4(const json& j) { return config_names_class(j, {"Llama4ForConditionalGeneration"}, {"llama4"}); }
 
 Expected<json> llama4_text_config(const json& j) {
   return wrapped_text_config(j, "Llama4ForConditionalGeneration", json::object(), "llama4_text", "Llama4ForCausalLM",

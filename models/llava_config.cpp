@@ -16,11 +16,6 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string type_of(const json& j, const char* fallback) {
-  const auto t = j.find("model_type");
-  return t != j.end() && t->is_string() ? t->get<std::string>() : fallback;
-}
-
 // The language model classes' defaults for the fields a LLaVA text_config may leave out
 // (llava-1.5's gives only model_type, vocab, context and eps).
 Expected<std::pair<json, const char*>> text_defaults(const std::string& type) {
@@ -58,7 +53,7 @@ Status read_tower(const json& j, VisionConfig& v) {
   if (!absent && !it->is_object()) return corrupt("config.json: vision_config is not an object");
   const json c = absent ? json::object() : *it;
   const bool onevision = is_llava_onevision(j);
-  const std::string type = type_of(c, onevision ? "siglip_vision_model" : "clip_vision_model");
+  const std::string type = config_model_type(c, onevision ? "siglip_vision_model" : "clip_vision_model");
   if (type != "clip_vision_model" && type != "siglip_vision_model")
     return unsupported("config.json: vision_config.model_type '" + type +
                        "' of LlavaForConditionalGeneration is not supported; supported: clip_vision_model, "
@@ -184,34 +179,22 @@ std::vector<std::array<int, 2>> default_llava_pinpoints(bool onevision) {
 }
 
 bool is_llava_onevision(const json& j) {
-  const auto a = j.find("architectures");
-  if (a != j.end() && a->is_array())
-    for (const json& name : *a)
-      if (name.is_string() && name.get<std::string>() == "LlavaOnevisionForConditionalGeneration") return true;
-  return type_of(j, "") == "llava_onevision";
+  return config_names_class(j, {"LlavaOnevisionForConditionalGeneration"}, {"llava_onevision"});
 }
 
 bool is_llava_next(const json& j) {
-  const auto a = j.find("architectures");
-  if (a != j.end() && a->is_array())
-    for (const json& name : *a)
-      if (name.is_string() && name.get<std::string>() == "LlavaNextForConditionalGeneration") return true;
-  return type_of(j, "") == "llava_next" || is_llava_onevision(j);
+  return config_names_class(j, {"LlavaNextForConditionalGeneration"}, {"llava_next"}) || is_llava_onevision(j);
 }
 
 bool is_llava(const json& j) {
-  const auto a = j.find("architectures");
-  if (a != j.end() && a->is_array())
-    for (const json& name : *a)
-      if (name.is_string() && name.get<std::string>() == "LlavaForConditionalGeneration") return true;
-  return type_of(j, "") == "llava" || is_llava_next(j);
+  return config_names_class(j, {"LlavaForConditionalGeneration"}, {"llava"}) || is_llava_next(j);
 }
 
 Expected<json> llava_text_config(const json& j) {
   const auto it = j.find("text_config");
   if (it != j.end() && !it->is_null() && !it->is_object()) return corrupt("config.json: text_config is not an object");
   const json text = it == j.end() || it->is_null() ? json::object() : *it;
-  const std::string type = type_of(text, is_llava_onevision(j) ? "qwen2" : "llama");
+  const std::string type = config_model_type(text, is_llava_onevision(j) ? "qwen2" : "llama");
   BRIGADE_ASSIGN_OR_RETURN(auto defaults, text_defaults(type));
   json wrapper = j;
   wrapper["text_config"] = text;

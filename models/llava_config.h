@@ -17,8 +17,8 @@
 
 namespace brigade {
 
-// Whether config.json is a LlavaForConditionalGeneration (architectures or model_type llava), a
-// LlavaNextForConditionalGeneration (is_llava_next: architectures or model_type llava_next) or a
+// Whether config.json is a LlavaForConditionalGeneration (architectures[0], else model_type llava:
+// config_names_class), a LlavaNextForConditionalGeneration (is_llava_next: llava_next) or a
 // LlavaOnevisionForConditionalGeneration (is_llava_onevision, llava_onevision; is_llava_next too:
 // the same anyres tiles, plus its resize and its several-images rule, models/anyres.h).
 bool is_llava(const nlohmann::json& j);

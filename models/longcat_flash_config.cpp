@@ -10,10 +10,7 @@ namespace brigade {
 using json = nlohmann::json;
 
 bool is_longcat_flash(const json& j) {
-  if (auto it = j.find("architectures"); it != j.end() && it->is_array() && !it->empty() && (*it)[0].is_string())
-    return (*it)[0].get<std::string>() == "LongcatFlashForCausalLM";
-  auto it = j.find("model_type");
-  return it != j.end() && it->is_string() && it->get<std::string>() == "longcat_flash";
+  return config_names_class(j, {"LongcatFlashForCausalLM"}, {"longcat_flash"});
 }
 
 namespace {

@@ -94,10 +94,7 @@ bool is_sparse_moe(const std::string& arch) {
 // *ForSequenceClassification architecture is its family's decoder under a classifier head
 // (models/classifier.h): `seq_cls` says so.
 Expected<std::string> detect_arch(const json& j, bool& seq_cls) {
-  std::string named;  // as config.json names it
-  if (auto it = j.find("architectures"); it != j.end() && it->is_array() && !it->empty() &&
-                                         (*it)[0].is_string())
-    named = (*it)[0].get<std::string>();
+  const std::string named = config_architecture(j);  // as config.json names it
   const std::string arch_name = causal_architecture(named);
   seq_cls = arch_name != named;
   if (seq_cls && (arch_name.starts_with("Deepseek") || arch_name == "Mistral4ForCausalLM" ||
@@ -106,8 +103,7 @@ Expected<std::string> detect_arch(const json& j, bool& seq_cls) {
                        "' is not supported: sequence classification runs on the Llama-family decoders (llama, "
                        "mistral, qwen2, qwen3, qwen2_moe, qwen3_moe, mixtral, phi3, gemma2, gemma3_text, gpt_oss, "
                        "glm4_moe)");
-  std::string model_type;
-  if (auto it = j.find("model_type"); it != j.end() && it->is_string()) model_type = it->get<std::string>();
+  const std::string model_type = config_model_type(j);
   if (arch_name == "LlamaForCausalLM" || arch_name == "MistralForCausalLM") return std::string("llama");
   if (arch_name == "Qwen2ForCausalLM") return std::string("qwen2");
   if (arch_name == "Qwen3ForCausalLM") return std::string("qwen3");

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "models/config_json.h"
 #include "models/qwen_vision.h"
 
 namespace brigade {
@@ -9,17 +10,6 @@ namespace brigade {
 using json = nlohmann::json;
 
 namespace {
-
-std::string first_arch(const json& j) {
-  auto a = j.find("architectures");
-  if (a != j.end() && a->is_array() && !a->empty() && (*a)[0].is_string()) return (*a)[0].get<std::string>();
-  return {};
-}
-
-std::string model_type(const json& j) {
-  auto t = j.find("model_type");
-  return t != j.end() && t->is_string() ? t->get<std::string>() : std::string();
-}
 
 // Moves an mrope_section out of a rope_scaling / rope_parameters object; the object stays only
 // when it asks for more than M-RoPE (which parse_rope_scaling then reads or refuses).
@@ -53,25 +43,25 @@ Status take_mrope(json& text, const char* key, std::vector<int>* section, bool* 
 }  // namespace
 
 bool is_qwen_vl(const json& j) {
-  const std::string a = first_arch(j);
+  const std::string a = config_architecture(j);
   if (!a.empty())
     return a == "Qwen2VLForConditionalGeneration" || a == "Qwen2_5_VLForConditionalGeneration" ||
            a == "Qwen3VLForConditionalGeneration" || a == "Qwen3VLMoeForConditionalGeneration";
-  const std::string t = model_type(j);
+  const std::string t = config_model_type(j);
   return t == "qwen2_vl" || t == "qwen2_5_vl" || t == "qwen3_vl" || t == "qwen3_vl_moe";
 }
 
 bool is_qwen3_vl_moe(const json& j) {
-  const std::string a = first_arch(j);
-  return a.empty() ? model_type(j) == "qwen3_vl_moe" : a == "Qwen3VLMoeForConditionalGeneration";
+  const std::string a = config_architecture(j);
+  return a.empty() ? config_model_type(j) == "qwen3_vl_moe" : a == "Qwen3VLMoeForConditionalGeneration";
 }
 
 VisionKind qwen_vl_kind(const json& j) {
-  const std::string a = first_arch(j);
-  if (a == "Qwen2_5_VLForConditionalGeneration" || (a.empty() && model_type(j) == "qwen2_5_vl"))
+  const std::string a = config_architecture(j);
+  if (a == "Qwen2_5_VLForConditionalGeneration" || (a.empty() && config_model_type(j) == "qwen2_5_vl"))
     return VisionKind::qwen2_5_vl;
   if (a == "Qwen3VLForConditionalGeneration" || a == "Qwen3VLMoeForConditionalGeneration" ||
-      (a.empty() && (model_type(j) == "qwen3_vl" || model_type(j) == "qwen3_vl_moe")))
+      (a.empty() && (config_model_type(j) == "qwen3_vl" || config_model_type(j) == "qwen3_vl_moe")))
     return VisionKind::qwen3_vl;
   return VisionKind::qwen2_vl;
 }

@@ -176,13 +176,6 @@ Status read_recurrent_layer_types(const json& j, const char* recurrent, ModelCon
   return Status::ok();
 }
 
-bool is_architecture(const json& j, const char* architecture, const char* model_type) {
-  if (auto it = j.find("architectures"); it != j.end() && it->is_array() && !it->empty() && (*it)[0].is_string())
-    return (*it)[0].get<std::string>() == architecture;
-  auto it = j.find("model_type");
-  return it != j.end() && it->is_string() && it->get<std::string>() == model_type;
-}
-
 // RoPE over whole heads: rope_theta (top level, or in rope_parameters / rope_scaling; `theta`
 // when absent) and a scaling rope_type (not longrope).
 Status read_whole_head_rope(const json& j, float theta, ModelConfig& c) {
@@ -207,17 +200,17 @@ Status read_whole_head_rope(const json& j, float theta, ModelConfig& c) {
 
 }  // namespace
 
-bool is_mamba2(const json& j) { return is_architecture(j, "Mamba2ForCausalLM", "mamba2"); }
+bool is_mamba2(const json& j) { return config_names_class(j, {"Mamba2ForCausalLM"}, {"mamba2"}); }
 
 bool is_mamba1(const json& j) {
-  return is_architecture(j, "MambaForCausalLM", "mamba") || is_architecture(j, "FalconMambaForCausalLM", "falcon_mamba");
+  return config_names_class(j, {"MambaForCausalLM"}, {"mamba"}) || config_names_class(j, {"FalconMambaForCausalLM"}, {"falcon_mamba"});
 }
 
-bool is_jamba(const json& j) { return is_architecture(j, "JambaForCausalLM", "jamba"); }
+bool is_jamba(const json& j) { return config_names_class(j, {"JambaForCausalLM"}, {"jamba"}); }
 
-bool is_nemotron_h(const json& j) { return is_architecture(j, "NemotronHForCausalLM", "nemotron_h"); }
+bool is_nemotron_h(const json& j) { return config_names_class(j, {"NemotronHForCausalLM"}, {"nemotron_h"}); }
 
-bool is_granite_hybrid(const json& j) { return is_architecture(j, "GraniteMoeHybridForCausalLM", "granitemoehybrid"); }
+bool is_granite_hybrid(const json& j) { return config_names_class(j, {"GraniteMoeHybridForCausalLM"}, {"granitemoehybrid"}); }
 
 std::string quote_python_floats(const std::string& text) {
   std::string out;
@@ -288,7 +281,7 @@ Expected<ModelConfig> read_mamba2_config(const json& j) {
 
 Expected<ModelConfig> read_mamba1_config(const json& j) {
   ModelConfig c;
-  const bool falcon = is_architecture(j, "FalconMambaForCausalLM", "falcon_mamba");
+  const bool falcon = config_names_class(j, {"FalconMambaForCausalLM"}, {"falcon_mamba"});
   c.arch = falcon ? "falcon_mamba" : "mamba";
   BRIGADE_RETURN_IF_ERROR(read_int(j, "hidden_size", c.hidden_size, true));
   BRIGADE_RETURN_IF_ERROR(read_int(j, "num_hidden_layers", c.n_layers, true));
@@ -455,7 +448,7 @@ Expected<ModelConfig> read_granite_hybrid_config(const json& j) {
   return c;
 }
 
-bool is_bamba(const json& j) { return is_architecture(j, "BambaForCausalLM", "bamba"); }
+bool is_bamba(const json& j) { return config_names_class(j, {"BambaForCausalLM"}, {"bamba"}); }
 
 Expected<ModelConfig> read_bamba_config(const json& j) {
   ModelConfig c;
@@ -505,12 +498,8 @@ bool is_gated_delta(const std::string& arch) {
 }
 
 bool is_qwen3_5_multimodal(const json& j) {
-  if (auto it = j.find("architectures"); it != j.end() && it->is_array() && !it->empty() && (*it)[0].is_string()) {
-    const std::string a = (*it)[0].get<std::string>();
-    return a == "Qwen3_5ForConditionalGeneration" || a == "Qwen3_5MoeForConditionalGeneration";
-  }
-  const auto t = j.find("model_type");
-  return t != j.end() && t->is_string() && (*t == "qwen3_5" || *t == "qwen3_5_moe");
+  return config_names_class(j, {"Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"},
+                            {"qwen3_5", "qwen3_5_moe"});
 }
 
 Expected<json> qwen3_5_text_config(const json& j) {
@@ -518,15 +507,8 @@ Expected<json> qwen3_5_text_config(const json& j) {
   if (it == j.end() || !it->is_object())
     return corrupt("config.json: a Qwen3.5 checkpoint needs its language model's text_config object");
   json text = *it;
-  const auto string_at = [](const json& o, const char* key) {  // "" unless a string (a bad config is refused later)
-    const auto v = o.find(key);
-    return v != o.end() && v->is_string() ? v->get<std::string>() : std::string();
-  };
-  bool moe = string_at(text, "model_type") == "qwen3_5_moe_text";
-  if (auto a = j.find("architectures"); a != j.end() && a->is_array() && !a->empty() && (*a)[0].is_string())
-    moe = (*a)[0].get<std::string>() == "Qwen3_5MoeForConditionalGeneration";
-  else if (string_at(j, "model_type") == "qwen3_5_moe")
-    moe = true;
+  const bool moe = config_names_class(j, {"Qwen3_5MoeForConditionalGeneration"}, {"qwen3_5_moe"}) ||
+                   (config_architecture(j).empty() && config_model_type(text) == "qwen3_5_moe_text");
   text["architectures"] = json::array({moe ? "Qwen3_5MoeForCausalLM" : "Qwen3_5ForCausalLM"});
   text["model_type"] = moe ? "qwen3_5_moe_text" : "qwen3_5_text";
   for (const char* key : {"tie_word_embeddings", "torch_dtype", "dtype"})  // the whole model's, unless the text's says
@@ -726,7 +708,7 @@ Expected<ModelConfig> read_nemotron_h_config(const json& j) {
 }
 
 bool is_lfm2(const json& j) {
-  return is_architecture(j, "Lfm2ForCausalLM", "lfm2") || is_architecture(j, "Lfm2MoeForCausalLM", "lfm2_moe");
+  return config_names_class(j, {"Lfm2ForCausalLM"}, {"lfm2"}) || config_names_class(j, {"Lfm2MoeForCausalLM"}, {"lfm2_moe"});
 }
 
 namespace {
@@ -806,7 +788,7 @@ Status read_lfm2_moe(const json& j, ModelConfig& c) {
 
 Expected<ModelConfig> read_lfm2_config(const json& j) {
   ModelConfig c;
-  const bool moe = is_architecture(j, "Lfm2MoeForCausalLM", "lfm2_moe");
+  const bool moe = config_names_class(j, {"Lfm2MoeForCausalLM"}, {"lfm2_moe"});
   c.arch = moe ? "lfm2_moe" : "lfm2";
   BRIGADE_RETURN_IF_ERROR(read_hybrid_sizes(j, c));
   BRIGADE_RETURN_IF_ERROR(read_positive(j, "head_dim", c.head_dim));
@@ -837,7 +819,7 @@ Expected<ModelConfig> read_lfm2_config(const json& j) {
   return c;
 }
 
-bool is_falcon_h1(const json& j) { return is_architecture(j, "FalconH1ForCausalLM", "falcon_h1"); }
+bool is_falcon_h1(const json& j) { return config_names_class(j, {"FalconH1ForCausalLM"}, {"falcon_h1"}); }
 
 namespace {
 

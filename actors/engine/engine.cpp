@@ -10,6 +10,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -394,6 +395,9 @@ class EngineImpl final : public Engine {
   }
 
   Status start(const EngineOptions& options);
+  // Sets image_loader_ for the last local tower's family (start's `tower`, or null), or for the
+  // tower summary_ describes; see image_loader_.
+  Status set_image_loader(const std::string& path, const VisionConfig* tower, const EngineOptions& options);
   // Queues a validated request; pooling not none makes it an embedding request.
   // group: one of requests submitted together (a beam search's step; AdmitGroup).
   Expected<uint64_t> submit_as(const GenerateOptions& request, Pooling pooling, EventCallback on_event,
@@ -568,32 +572,8 @@ class EngineImpl final : public Engine {
   Expected<ImagePixels> load_image(std::span<const uint8_t> bytes, int prompt_images) const override {
     if (prompt_images < 1)
       return invalid_argument("load_image: a prompt of " + std::to_string(prompt_images) + " images holds none");
-    if (llava_next_image_processor_) {  // LLaVA-NeXT: the base tile and the tiles; the image's size
-      const LlavaNextImageProcessorConfig& c = *llava_next_image_processor_;
-      BRIGADE_ASSIGN_OR_RETURN(Image decoded, decode_image(bytes));
-      PatchedImage image = c.onevision && prompt_images > 1 ? preprocess_llava_onevision_base(decoded, c)
-                                                            : preprocess_llava_next(decoded, c);
-      return ImagePixels{std::make_shared<const std::vector<float>>(std::move(image.pixels)), image.grid_h, image.grid_w};
-    }
-    if (idefics3_image_processor_) {  // Idefics3 / SmolVLM: the image's tiles, its grid rows x cols of them
-      BRIGADE_ASSIGN_OR_RETURN(PatchedImage image, idefics3_image_pixels(bytes, *idefics3_image_processor_, idefics3_patch_));
-      return ImagePixels{std::make_shared<const std::vector<float>>(std::move(image.pixels)), image.grid_h, image.grid_w};
-    }
-    if (internvl_image_processor_) {  // InternVL, Aya Vision: the image's tiles, a column of them
-      BRIGADE_ASSIGN_OR_RETURN(PatchedImage image, internvl_image_pixels(bytes, *internvl_image_processor_, internvl_patch_));
-      return ImagePixels{std::make_shared<const std::vector<float>>(std::move(image.pixels)), image.grid_h, image.grid_w};
-    }
-    if (qwen_image_processor_ || pixtral_image_processor_ || gemma4_image_processor_) {
-      BRIGADE_ASSIGN_OR_RETURN(PatchedImage image, qwen_image_processor_
-                                                       ? qwen_image_pixels(bytes, *qwen_image_processor_)
-                                                   : gemma4_image_processor_
-                                                       ? gemma4_image_pixels(bytes, *gemma4_image_processor_)
-                                                       : pixtral_image_pixels(bytes, *pixtral_image_processor_));
-      return ImagePixels{std::make_shared<const std::vector<float>>(std::move(image.pixels)), image.grid_h, image.grid_w};
-    }
-    if (!image_processor_) return image_processor_.status();
-    BRIGADE_ASSIGN_OR_RETURN(std::vector<float> pixels, image_pixels(bytes, *image_processor_));
-    return ImagePixels{std::make_shared<const std::vector<float>>(std::move(pixels)), image_grid_, image_grid_};
+    if (!image_loader_) return image_loader_.status();
+    return (*image_loader_)(bytes, prompt_images);
   }
   EngineStats stats() const override {
     EngineStats sum;
@@ -738,17 +718,11 @@ class EngineImpl final : public Engine {
   // tokenize/detokenize calls need no round trip through the actor's queue.
   std::shared_ptr<const Tokenizer> tokenizer_model_;
   std::shared_ptr<const TokenTrie> vocab_;  // tokenizer_model_'s token bytes (null without one)
-  // The model's image processor (load_image); the reason when no instance takes images.
-  Expected<ImageProcessorConfig> image_processor_ = unsupported("this model takes text only: no vision tower runs here");
-  std::optional<QwenImageProcessorConfig> qwen_image_processor_;  // the Qwen2-VL family's, when it loaded
-  std::optional<PixtralImageProcessorConfig> pixtral_image_processor_;  // Mistral 3's, when it loaded
-  std::optional<Gemma4ImageProcessorConfig> gemma4_image_processor_;    // Gemma 4's, when it loaded
-  std::optional<InternVLImageProcessorConfig> internvl_image_processor_;  // InternVL's, when it loaded
-  std::optional<LlavaNextImageProcessorConfig> llava_next_image_processor_;  // LLaVA-NeXT's, when it loaded
-  int internvl_patch_ = 0;                                                // its tower's patch size
-  std::optional<Idefics3ImageProcessorConfig> idefics3_image_processor_;  // Idefics3's / SmolVLM's, when it loaded
-  int idefics3_patch_ = 0;                                                // its tower's patch size
-  int image_grid_ = 0;  // LLaVA: image_processor_'s images are this many patches a side (0: Gemma 3's fixed size)
+  // The model's image loader (load_image: encoded bytes and the prompt's image count to the tower's
+  // pixels), made by set_image_loader from its family's processor config; the reason when no
+  // instance takes images or the processor config did not load.
+  using ImageLoader = std::function<Expected<ImagePixels>(std::span<const uint8_t> bytes, int prompt_images)>;
+  Expected<ImageLoader> image_loader_ = unsupported("this model takes text only: no vision tower runs here");
   ModelSummary summary_;
   LoraSlots lora_slots_;  // adapter ids of requests (slots), their adapters and running requests
   Expected<ChatTemplate> chat_template_ = not_found("this model has no chat template");
@@ -816,6 +790,143 @@ Status EngineImpl::connect_node(const InstanceConfig& inst, const node_actor& no
   const auto r = info->reader();
   spdlog::info("engine: instance '{}': brigade node at {} (pid {}): {} ({} params), KV {} pages", inst.name,
                inst.remote, r.getPid(), std::string(r.getArch()), r.getNParams(), r.getNPages());
+  return Status::ok();
+}
+
+namespace {
+
+// The loader of a family whose processor makes a PatchedImage (`pixels(bytes, config,
+// prompt_images)`), or why its processor config did not load.
+template <class Config, class Pixels>
+std::function<Expected<ImagePixels>(std::span<const uint8_t>, int)> patched_loader(Config config, Pixels pixels) {
+  return [config = std::move(config), pixels](std::span<const uint8_t> bytes, int prompt_images) -> Expected<ImagePixels> {
+    BRIGADE_ASSIGN_OR_RETURN(PatchedImage image, pixels(bytes, config, prompt_images));
+    return ImagePixels{std::make_shared<const std::vector<float>>(std::move(image.pixels)), image.grid_h, image.grid_w};
+  };
+}
+
+}  // namespace
+
+// The processor config is read from the model's directory (preprocessor_config.json,
+// processor_config.json). --mm-processor-kwargs min_pixels / max_pixels bound the Qwen2-VL
+// family's images only: the others' processors decide the size, and the option is refused
+// there, naming what decides it. A processor config that does not load leaves its reason in
+// image_loader_ (logged): the model still serves text, and images sent as pixels.
+Status EngineImpl::set_image_loader(const std::string& path, const VisionConfig* tower, const EngineOptions& options) {
+  const bool pixel_bounds = options.image_min_pixels > 0 || options.image_max_pixels > 0;
+  const auto fixed_size = [&](const std::string& family, const char* decides) -> Status {
+    if (!pixel_bounds) return Status::ok();
+    return invalid_argument("--mm-processor-kwargs min_pixels / max_pixels bound Qwen2-VL's images; " + family +
+                            " processor " + decides);
+  };
+  Expected<ImageLoader> loader = unsupported("no image processor");  // replaced by each family below
+  std::string described;  // what the loader does, logged
+  const auto failed = [&](Status why) { loader = std::move(why); };
+  const auto is = [tower](VisionKind k) { return tower && tower->kind == k; };
+  if (is(VisionKind::pixtral)) {  // PixtralImageProcessor: fit within longest_edge
+    BRIGADE_RETURN_IF_ERROR(fixed_size("Mistral 3's", "fits them within its preprocessor_config.json size.longest_edge"));
+    auto c = model_pixtral_image_processor(path, tower->patch_size, tower->merge);
+    if (!c) failed(c.status());
+    else {
+      described = fmt::format("images are resized to fit {} pixels a side, in tokens of {}x{} pixels{}", c->longest_edge,
+                              c->factor(), c->factor(), c->steps.do_resize ? "" : " (do_resize false: sent as they are)");
+      loader = patched_loader(*c, [](auto bytes, const auto& config, int) { return pixtral_image_pixels(bytes, config); });
+    }
+  } else if (is(VisionKind::gemma4)) {  // Gemma4ImageProcessor: within max_soft_tokens, aspect kept
+    BRIGADE_RETURN_IF_ERROR(fixed_size("Gemma 4's", "fits them within its processor config's max_soft_tokens"));
+    auto c = model_gemma4_image_processor(path, tower->patch_size, tower->merge);
+    if (!c) failed(c.status());
+    else {
+      described = fmt::format("images are resized to at most {} tokens of {}x{} pixels, keeping their aspect",
+                              c->max_soft_tokens, c->side_multiple(), c->side_multiple());
+      loader = patched_loader(*c, [](auto bytes, const auto& config, int) { return gemma4_image_pixels(bytes, config); });
+    }
+  } else if (is(VisionKind::idefics3)) {  // Idefics3ImageProcessor: tiles and the global tile
+    BRIGADE_RETURN_IF_ERROR(fixed_size("Idefics3's", "resizes them by its preprocessor_config.json size.longest_edge "
+                                                     "and cuts max_image_size tiles"));
+    const int tile_tokens = tower->image_tokens(tower->patches_per_side(), tower->patches_per_side());
+    auto c = model_idefics3_image_processor(path, tower->image_size);
+    if (const Status seq = c ? check_idefics3_image_seq_len(path, tile_tokens) : c.status(); !seq.is_ok()) failed(seq);
+    else {
+      described = fmt::format("images are resized to {} pixels on their longest side{}, {} tokens a tile", c->longest_edge,
+                              c->do_image_splitting ? " and cut into " + std::to_string(c->tile) + "-pixel tiles (+ the global tile)"
+                                                    : ", as one " + std::to_string(c->tile) + "-pixel tile",
+                              tile_tokens);
+      loader = patched_loader(*c, [patch = tower->patch_size](auto bytes, const auto& config, int) {
+        return idefics3_image_pixels(bytes, config, patch);
+      });
+    }
+  } else if (is(VisionKind::internvl) || is(VisionKind::aya_vision)) {
+    // GotOcr2ImageProcessor's tiles (crop_to_patches, as InternVLProcessor and AyaVisionProcessor pass it)
+    BRIGADE_RETURN_IF_ERROR(fixed_size(tower->kind == VisionKind::internvl ? "InternVL's" : "Aya Vision's",
+                                       "tiles them as its preprocessor_config.json min_patches / max_patches say"));
+    const int tile_tokens = tower->image_tokens(tower->patches_per_side(), tower->patches_per_side());
+    auto c = model_internvl_image_processor(path, tower->image_size);
+    if (const Status checked = !c ? c.status()
+                               : tower->kind == VisionKind::aya_vision ? check_aya_vision_processor(path, tile_tokens)
+                                                                : Status::ok();
+        !checked.is_ok())
+      failed(checked);
+    else {
+      described = fmt::format("images are cut into {}..{} tiles of {}x{} pixels{}, {} tokens a tile", c->min_tiles,
+                              c->max_tiles, c->tile, c->tile, c->use_thumbnail ? " (+ a thumbnail)" : "", tile_tokens);
+      loader = patched_loader(*c, [patch = tower->patch_size](auto bytes, const auto& config, int) {
+        return internvl_image_pixels(bytes, config, patch);
+      });
+    }
+  } else if (is(VisionKind::llava) && tower->anyres.on()) {
+    // LlavaNextImageProcessor: the base tile and the tiles, the image's size as its grid
+    BRIGADE_RETURN_IF_ERROR(fixed_size("LLaVA-NeXT's", "tiles them by config.json's image_grid_pinpoints"));
+    auto c = model_llava_next_image_processor(path, tower->anyres);
+    if (!c) failed(c.status());
+    else {
+      std::string pins;
+      for (const auto& [h, w] : c->grid.pinpoints) pins += (pins.empty() ? "" : ", ") + std::to_string(h) + "x" + std::to_string(w);
+      described = fmt::format("images are a base tile and the tiles of the best of {} (height x width) in {}x{}-pixel "
+                              "tiles, up to {} tokens", pins, tower->image_size, tower->image_size,
+                              anyres_max_tokens(tower->anyres));
+      // LLaVA-OneVision: an image among several is its base tile only.
+      loader = patched_loader(*c, [](auto bytes, const auto& config, int prompt_images) -> Expected<PatchedImage> {
+        BRIGADE_ASSIGN_OR_RETURN(Image decoded, decode_image(bytes));
+        return config.onevision && prompt_images > 1 ? preprocess_llava_onevision_base(decoded, config)
+                                                     : preprocess_llava_next(decoded, config);
+      });
+    }
+  } else if (is(VisionKind::llava) || (summary_.image_merge == 0 && summary_.image_size > 0)) {
+    // CLIPImageProcessor's (LLaVA) or Gemma3ImageProcessor's fixed-size pixel_values; LLaVA's
+    // are its tower's grid of patches a side (Gemma 3's grid is 0: a fixed size).
+    const bool llava = is(VisionKind::llava);
+    if (llava)
+      BRIGADE_RETURN_IF_ERROR(fixed_size("LLaVA's", "makes every image its preprocessor_config.json crop_size"));
+    const int grid = llava ? tower->patches_per_side() : 0;
+    auto c = model_image_processor(path, llava ? tower->image_size : summary_.image_size);
+    if (!c) failed(c.status());
+    else
+      loader = ImageLoader([config = *c, grid](std::span<const uint8_t> bytes, int) -> Expected<ImagePixels> {
+        BRIGADE_ASSIGN_OR_RETURN(std::vector<float> pixels, image_pixels(bytes, config));
+        return ImagePixels{std::make_shared<const std::vector<float>>(std::move(pixels)), grid, grid};
+      });
+  } else if (summary_.image_merge > 0) {
+    // Qwen2VLImageProcessor: resized within min_pixels..max_pixels. Every image load_image makes
+    // must go through the tower (chunked prefill splits its tokens over steps as it needs: they
+    // attend causally).
+    const int64_t max_tokens = QwenVision::kMaxPatches / (int64_t{summary_.image_merge} * summary_.image_merge);
+    auto c = model_qwen_image_processor(path);
+    if (const Status bounded = c ? bound_qwen_pixels(*c, options.image_min_pixels, options.image_max_pixels, max_tokens)
+                                 : c.status();
+        !bounded.is_ok())
+      failed(bounded);
+    else {
+      described = fmt::format("images are resized to {}..{} pixels ({} tokens at most)", c->min_pixels, c->max_pixels,
+                              c->max_pixels / (int64_t{c->factor()} * c->factor()));
+      loader = patched_loader(*c, [](auto bytes, const auto& config, int) { return qwen_image_pixels(bytes, config); });
+    }
+  } else {
+    return Status::ok();  // no tower: image_loader_ keeps why
+  }
+  if (!loader) spdlog::warn("engine: images cannot be loaded from files: {}", loader.status().message());
+  else if (!described.empty()) spdlog::info("engine: {}", described);
+  image_loader_ = std::move(loader);
   return Status::ok();
 }
 
@@ -939,7 +1050,7 @@ Status EngineImpl::start(const EngineOptions& options) {
   const VisionConfig* tower = nullptr;  // the last local instance's that runs one
   for (const auto& l : loaded)
     if (l && !l->ranks.front()->model->config().vision_off.empty())  // a tower refused by field: say why
-      image_processor_ = unsupported("this model takes text only: its vision tower is off (" +
+      image_loader_ = unsupported("this model takes text only: its vision tower is off (" +
                                      l->ranks.front()->model->config().vision_off + ")");
   for (const auto& l : loaded)
     if (l && l->ranks.front()->model->has_vision()) {
@@ -948,120 +1059,7 @@ Status EngineImpl::start(const EngineOptions& options) {
       summary_.tokens_per_image = tower->tokens_per_image;
       summary_.image_merge = tower->dynamic() ? tower->merge : 0;
     }
-  if (tower && tower->kind == VisionKind::pixtral) {
-    // Mistral 3: PixtralImageProcessor fits an image within longest_edge; the tower bounds it too.
-    if (options.image_min_pixels > 0 || options.image_max_pixels > 0)
-      return invalid_argument("--mm-processor-kwargs min_pixels / max_pixels bound Qwen2-VL's images; Mistral 3's "
-                              "processor fits them within its preprocessor_config.json size.longest_edge");
-    auto pixtral = model_pixtral_image_processor(path, tower->patch_size, tower->merge);
-    if (pixtral) {
-      pixtral_image_processor_ = *pixtral;
-      spdlog::info("engine: images are resized to fit {} pixels a side, in tokens of {}x{} pixels{}",
-                   pixtral->longest_edge, pixtral->factor(), pixtral->factor(),
-                   pixtral->steps.do_resize ? "" : " (do_resize false: sent as they are)");
-    } else {
-      image_processor_ = pixtral.status();
-      spdlog::warn("engine: images cannot be loaded from files: {}", pixtral.status().message());
-    }
-  } else if (tower && tower->kind == VisionKind::gemma4) {
-    // Gemma 4: Gemma4ImageProcessor fits an image within max_soft_tokens tokens, keeping its aspect.
-    if (options.image_min_pixels > 0 || options.image_max_pixels > 0)
-      return invalid_argument("--mm-processor-kwargs min_pixels / max_pixels bound Qwen2-VL's images; Gemma 4's "
-                              "processor fits them within its processor config's max_soft_tokens");
-    auto gemma4 = model_gemma4_image_processor(path, tower->patch_size, tower->merge);
-    if (gemma4) {
-      gemma4_image_processor_ = *gemma4;
-      spdlog::info("engine: images are resized to at most {} tokens of {}x{} pixels, keeping their aspect",
-                   gemma4->max_soft_tokens, gemma4->side_multiple(), gemma4->side_multiple());
-    } else {
-      image_processor_ = gemma4.status();
-      spdlog::warn("engine: images cannot be loaded from files: {}", gemma4.status().message());
-    }
-  } else if (tower && tower->kind == VisionKind::idefics3) {
-    // Idefics3 / SmolVLM: Idefics3ImageProcessor's tiles (do_image_splitting) and the global tile.
-    if (options.image_min_pixels > 0 || options.image_max_pixels > 0)
-      return invalid_argument("--mm-processor-kwargs min_pixels / max_pixels bound Qwen2-VL's images; Idefics3's "
-                              "processor resizes them by its preprocessor_config.json size.longest_edge and cuts "
-                              "max_image_size tiles");
-    const int tile_tokens = tower->image_tokens(tower->patches_per_side(), tower->patches_per_side());
-    auto idefics3 = model_idefics3_image_processor(path, tower->image_size);
-    const Status seq = idefics3 ? check_idefics3_image_seq_len(path, tile_tokens) : idefics3.status();
-    if (seq.is_ok()) {
-      idefics3_image_processor_ = *idefics3;
-      idefics3_patch_ = tower->patch_size;
-      spdlog::info("engine: images are resized to {} pixels on their longest side{}, {} tokens a tile", idefics3->longest_edge,
-                   idefics3->do_image_splitting ? " and cut into " + std::to_string(idefics3->tile) + "-pixel tiles (+ the global tile)"
-                                                : ", as one " + std::to_string(idefics3->tile) + "-pixel tile",
-                   tile_tokens);
-    } else {
-      image_processor_ = seq;
-      spdlog::warn("engine: images cannot be loaded from files: {}", seq.message());
-    }
-  } else if (tower && (tower->kind == VisionKind::internvl || tower->kind == VisionKind::aya_vision)) {
-    // InternVL, Aya Vision: GotOcr2ImageProcessor's tiles (crop_to_patches, as InternVLProcessor and
-    // AyaVisionProcessor pass it).
-    if (options.image_min_pixels > 0 || options.image_max_pixels > 0)
-      return invalid_argument(std::string("--mm-processor-kwargs min_pixels / max_pixels bound Qwen2-VL's images; ") +
-                              (tower->kind == VisionKind::internvl ? "InternVL's" : "Aya Vision's") +
-                              " processor tiles them as its preprocessor_config.json min_patches / max_patches say");
-    auto internvl = model_internvl_image_processor(path, tower->image_size);
-    if (internvl && tower->kind == VisionKind::aya_vision)
-      if (Status st = check_aya_vision_processor(path, tower->image_tokens(tower->patches_per_side(), tower->patches_per_side()));
-          !st.is_ok())
-        internvl = st;
-    if (internvl) {
-      internvl_image_processor_ = *internvl;
-      internvl_patch_ = tower->patch_size;
-      spdlog::info("engine: images are cut into {}..{} tiles of {}x{} pixels{}, {} tokens a tile", internvl->min_tiles,
-                   internvl->max_tiles, internvl->tile, internvl->tile, internvl->use_thumbnail ? " (+ a thumbnail)" : "",
-                   tower->image_tokens(tower->patches_per_side(), tower->patches_per_side()));
-    } else {
-      image_processor_ = internvl.status();
-      spdlog::warn("engine: images cannot be loaded from files: {}", internvl.status().message());
-    }
-  } else if (tower && tower->kind == VisionKind::llava && tower->anyres.on()) {
-    // LLaVA-NeXT: LlavaNextImageProcessor's base tile and tiles, the image's size as its grid.
-    if (options.image_min_pixels > 0 || options.image_max_pixels > 0)
-      return invalid_argument("--mm-processor-kwargs min_pixels / max_pixels bound Qwen2-VL's images; LLaVA-NeXT's "
-                              "processor tiles them by config.json's image_grid_pinpoints");
-    auto next = model_llava_next_image_processor(path, tower->anyres);
-    if (next) {
-      llava_next_image_processor_ = *next;
-      std::string pins;
-      for (const auto& [h, w] : next->grid.pinpoints) pins += (pins.empty() ? "" : ", ") + std::to_string(h) + "x" + std::to_string(w);
-      spdlog::info("engine: images are a base tile and the tiles of the best of {} (height x width) in {}x{}-pixel "
-                   "tiles, up to {} tokens", pins, tower->image_size, tower->image_size, anyres_max_tokens(tower->anyres));
-    } else {
-      image_processor_ = next.status();
-      spdlog::warn("engine: images cannot be loaded from files: {}", next.status().message());
-    }
-  } else if (tower && tower->kind == VisionKind::llava) {
-    // LLaVA: CLIPImageProcessor's image_size x image_size pixel_values, the tower's grid of patches.
-    if (options.image_min_pixels > 0 || options.image_max_pixels > 0)
-      return invalid_argument("--mm-processor-kwargs min_pixels / max_pixels bound Qwen2-VL's images; LLaVA's "
-                              "processor makes every image its preprocessor_config.json crop_size");
-    image_processor_ = model_image_processor(path, tower->image_size);
-    image_grid_ = tower->patches_per_side();
-    if (!image_processor_) spdlog::warn("engine: images cannot be loaded from files: {}", image_processor_.status().message());
-  } else if (summary_.image_merge > 0) {
-    // Every image load_image makes must go through the tower (chunked prefill splits its tokens
-    // over steps as it needs: they attend causally).
-    const int64_t max_tokens = QwenVision::kMaxPatches / (int64_t{summary_.image_merge} * summary_.image_merge);
-    auto qwen = model_qwen_image_processor(path);
-    Status bounded = qwen ? bound_qwen_pixels(*qwen, options.image_min_pixels, options.image_max_pixels, max_tokens)
-                          : qwen.status();
-    if (bounded.is_ok()) {
-      qwen_image_processor_ = *qwen;
-      spdlog::info("engine: images are resized to {}..{} pixels ({} tokens at most)",
-                   qwen->min_pixels, qwen->max_pixels, qwen->max_pixels / (int64_t{qwen->factor()} * qwen->factor()));
-    } else {
-      image_processor_ = bounded;
-      spdlog::warn("engine: images cannot be loaded from files: {}", bounded.message());
-    }
-  } else if (summary_.image_size > 0) {
-    image_processor_ = model_image_processor(path, summary_.image_size);
-    if (!image_processor_) spdlog::warn("engine: images cannot be loaded from files: {}", image_processor_.status().message());
-  }
+  BRIGADE_RETURN_IF_ERROR(set_image_loader(path, tower, options));
   resolve_pooling(options, path, summary_);
   BRIGADE_ASSIGN_OR_RETURN(auto classifier, read_classifier(path, options.hf_overrides, tokenizer_model_.get()));
   if (classifier) {

@@ -75,6 +75,9 @@ enum class ResponseFormat { text, json_object, json_schema, choice, regex, gramm
 // Idefics3's / SmolVLM's: its tiles row by row then the global tile [rows * cols + 1, 3, S, S] f32,
 // grid (rows * side) x (cols * side) patches (side = S / patch), or [1, 3, S, S] with grid side x
 // side unsplit; the tokenizer station makes each tile an image of its own (one run of image tokens).
+// InternVL's and Aya Vision's: GotOcr2's tiles, the thumbnail last, [T, 3, S, S] f32 as a column of
+// grid (T * side) x side patches; InternVL's is one run of image tokens, Aya Vision's tiles are split
+// by the tokenizer station as Idefics3's are.
 struct ImagePixels {
   std::shared_ptr<const std::vector<float>> pixels;
   int grid_h = 0;
