@@ -16,7 +16,8 @@ std::string tower(const std::string& suffix) { return "vision_tower." + suffix; 
 
 Status Gemma3Vision::load(WeightLoader& w, Backend& backend, const VisionConfig& v, int text_hidden) {
   if (backend.activation_dtype() != DType::f32)
-    return unsupported("the Gemma 3 vision tower runs on f32 activations; this backend's are " +
+    return unsupported(std::string(v.kind == VisionKind::paligemma ? "PaliGemma's" : "the Gemma 3") +
+                       " vision tower runs on f32 activations; this backend's are " +
                        std::string(dtype_name(backend.activation_dtype())));
   backend_ = &backend;
   v_ = v;
@@ -37,12 +38,17 @@ Status Gemma3Vision::load(WeightLoader& w, Backend& backend, const VisionConfig&
                                            layers_[static_cast<size_t>(l)]));
   BRIGADE_ASSIGN_OR_RETURN(post_w_, vec(tower("post_layernorm.weight"), h));
   BRIGADE_ASSIGN_OR_RETURN(post_b_, vec(tower("post_layernorm.bias"), h));
-  // Gemma3RMSNorm scales by 1 + w.
-  BRIGADE_ASSIGN_OR_RETURN(proj_norm_, vec("multi_modal_projector.mm_soft_emb_norm.weight", h, 1.0f));
-  std::vector<int64_t> all_rows(static_cast<size_t>(text_hidden));
-  std::iota(all_rows.begin(), all_rows.end(), 0);
-  BRIGADE_ASSIGN_OR_RETURN(proj_, w.stacked_transposed("multi_modal_projector.mm_input_projection_weight", 1,
-                                                       text_hidden, h, {}, all_rows));
+  if (v.kind == VisionKind::paligemma) {  // PaliGemmaMultiModalProjector: one nn.Linear [text hidden, h]
+    BRIGADE_ASSIGN_OR_RETURN(proj_, w.matrix("multi_modal_projector.linear.weight", text_hidden, h));
+    BRIGADE_ASSIGN_OR_RETURN(proj_b_, vec("multi_modal_projector.linear.bias", text_hidden));
+  } else {
+    // Gemma3RMSNorm scales by 1 + w.
+    BRIGADE_ASSIGN_OR_RETURN(proj_norm_, vec("multi_modal_projector.mm_soft_emb_norm.weight", h, 1.0f));
+    std::vector<int64_t> all_rows(static_cast<size_t>(text_hidden));
+    std::iota(all_rows.begin(), all_rows.end(), 0);
+    BRIGADE_ASSIGN_OR_RETURN(proj_, w.stacked_transposed("multi_modal_projector.mm_input_projection_weight", 1,
+                                                         text_hidden, h, {}, all_rows));
+  }
   w.quantize_linear(true);
   weight_bytes_ = static_cast<double>(w.n_bytes() - bytes_before);
   return Status::ok();
@@ -92,6 +98,22 @@ Status Gemma3Vision::encode_pass(std::span<const StepImage> images, size_t first
   b.upload(patches, host.data());
 
   sc_.vit.attention.plan(n, p);  // image i is sequence i: its patches see all of them
+  const Tensor x = sc_.vit.x.tensor.rows(0, rows);
+  const VitBuffers buf = sc_.vit.layer_buffers(rows);
+  const Tensor& normed = buf.normed;
+  const float eps = v_.eps;
+  const auto tower = [&] {
+    b.matmul(patches, patch_w_.tensor, patch_b_.tensor, x);
+    const Tensor pos(pos_.tensor.data, DType::f32, {p, h});
+    for (int i = 0; i < n; ++i) b.add(x.rows(i * p, p), pos);
+    for (const VitLayer& L : layers_) run_vit_layer(b, L, VitAct::gelu_tanh, eps, x, buf, sc_.vit.attention);
+    b.layer_norm(x, post_w_.tensor, post_b_.tensor, eps, normed);
+  };
+  if (v_.kind == VisionKind::paligemma) {  // last_hidden_state through the projector, a token per patch
+    tower();
+    b.matmul(normed, proj_.tensor, proj_b_.tensor, out.rows(static_cast<int64_t>(first) * t, n * t));
+    return Status::ok();
+  }
   // Average pool: kernel offset (dy, dx) of token (ty, tx) of image i is patch row
   // i p + (ty k + dy) side + tx k + dx; pool_rows holds them offset-major.
   const int k = v_.pool_kernel(), side = v_.patches_per_side(), tside = v_.tokens_per_side();
@@ -105,15 +127,7 @@ Status Gemma3Vision::encode_pass(std::span<const StepImage> images, size_t first
             pool[at++] = static_cast<int32_t>(i * p + (ty * k + dy) * side + tx * k + dx);
   upload_i32(sc_.pool_rows.tensor, pool);
 
-  const Tensor x = sc_.vit.x.tensor.rows(0, rows);
-  const VitBuffers buf = sc_.vit.layer_buffers(rows);
-  const Tensor& normed = buf.normed;
-  const float eps = v_.eps;
-  b.matmul(patches, patch_w_.tensor, patch_b_.tensor, x);
-  const Tensor pos(pos_.tensor.data, DType::f32, {p, h});
-  for (int i = 0; i < n; ++i) b.add(x.rows(i * p, p), pos);
-  for (const VitLayer& L : layers_) run_vit_layer(b, L, VitAct::gelu_tanh, eps, x, buf, sc_.vit.attention);
-  b.layer_norm(x, post_w_.tensor, post_b_.tensor, eps, normed);
+  tower();
 
   // AvgPool2d(k, k): the sum over the kernel in (dy, dx) order, then divided by k * k.
   const int64_t nt = n * t;

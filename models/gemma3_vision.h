@@ -6,6 +6,8 @@
 // which every patch sees every other, LayerNorm, fc1, gelu_tanh, fc2), the post LayerNorm, an
 // average pool of k x k patches into tokens_per_image rows, Gemma's RMSNorm (1 + w) and the
 // projection into the language model's width: the rows that replace the image's tokens.
+// PaliGemma's (VisionKind::paligemma): the same tower, its last_hidden_state (a token per patch)
+// through PaliGemmaMultiModalProjector's one linear layer with a bias, no pool and no norm.
 #pragma once
 
 #include <span>
@@ -23,7 +25,7 @@ namespace brigade {
 class Gemma3Vision {
  public:
   // Loads vision_tower.* and multi_modal_projector.* (models/gemma_config.h gemma3_tensors'
-  // names), shape-checked against v; matrices as stored (never block-quantized: `weights: q8_0`
+  // names; PaliGemma's multi_modal_projector.linear.*), shape-checked against v; matrices as stored (never block-quantized: `weights: q8_0`
   // leaves the tower in float), vectors f32.
   Status load(WeightLoader& w, Backend& backend, const VisionConfig& v, int text_hidden);
   // out [images.size() * tokens_per_image, text_hidden] (activation dtype) = each image's
@@ -49,7 +51,7 @@ class Gemma3Vision {
   Backend* backend_ = nullptr;
   VisionConfig v_;
   int text_hidden_ = 0;
-  OwnedTensor patch_w_, patch_b_, pos_, post_w_, post_b_, proj_norm_, proj_;
+  OwnedTensor patch_w_, patch_b_, pos_, post_w_, post_b_, proj_norm_, proj_, proj_b_;  // proj_b_: PaliGemma's
   std::vector<VitLayer> layers_;
   Scratch sc_;
   double weight_bytes_ = 0.0;

@@ -12,7 +12,8 @@ namespace {
 using json = nlohmann::json;
 
 constexpr const char* kValidTypes[] = {"Gemma3ImageProcessor", "Gemma3ImageProcessorPil", "Gemma3ImageProcessorFast",
-                                       "CLIPImageProcessor",   "CLIPImageProcessorPil",   "CLIPImageProcessorFast"};
+                                       "CLIPImageProcessor",   "CLIPImageProcessorPil",   "CLIPImageProcessorFast",
+                                       "SiglipImageProcessor", "SiglipImageProcessorPil", "SiglipImageProcessorFast"};
 
 Status field_error(const char* key, const std::string& what) {
   return corrupt(std::string("preprocessor_config.json: field '") + key + "' " + what);
@@ -62,7 +63,8 @@ Status read_type(const json& j, std::string& out) {
   }
   return unsupported("preprocessor_config.json: image_processor_type '" + out +
                      "' is not supported; valid: Gemma3ImageProcessor, Gemma3ImageProcessorPil, "
-                     "Gemma3ImageProcessorFast, CLIPImageProcessor, CLIPImageProcessorPil, CLIPImageProcessorFast "
+                     "Gemma3ImageProcessorFast, CLIPImageProcessor, CLIPImageProcessorPil, CLIPImageProcessorFast, "
+                     "SiglipImageProcessor, SiglipImageProcessorPil, SiglipImageProcessorFast "
                      "(brigade computes the PIL backend's result)");
 }
 
@@ -136,6 +138,9 @@ Expected<ImageProcessorConfig> parse_image_processor_config(const json& root) {
     c.resample = Resample::bicubic;
     c.image_mean = {0.48145466, 0.4578275, 0.40821073};
     c.image_std = {0.26862954, 0.26130258, 0.27577711};
+  } else if (c.image_processor_type.starts_with("Siglip")) {  // SiglipImageProcessor's (PaliGemma's): 224, bicubic
+    c.height = c.width = 224;
+    c.resample = Resample::bicubic;
   }
   BRIGADE_RETURN_IF_ERROR(check_pan_and_scan(j));
   BRIGADE_RETURN_IF_ERROR(read_size(j, c.height, c.width, clip ? &c.shortest_edge : nullptr));

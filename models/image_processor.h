@@ -1,4 +1,5 @@
-// Gemma 3's image preprocessing: a decoded Image to the pixel_values the vision encoder reads,
+// Gemma 3's image preprocessing (and SiglipImageProcessor's, PaliGemma's: the same steps with
+// bicubic by default): a decoded Image to the pixel_values the vision encoder reads,
 // as transformers' slow (PIL backend) Gemma3ImageProcessor computes them:
 //   Gemma3ImageProcessorPil(**preprocessor_config)(images=pil_image, return_tensors="np")
 //       ["pixel_values"][0]                                   float32 [3, height, width]
@@ -56,9 +57,9 @@ struct ImageProcessorConfig {
 
 // Reads preprocessor_config.json (or a processor_config.json, whose "image_processor" object
 // holds the same fields). Errors (corrupt for wrong types, unsupported for features brigade does
-// not implement) name the field and the valid values: image_processor_type must be a Gemma 3
-// or CLIP processor (CLIPImageProcessor's defaults: shortest_edge 224, center crop 224, bicubic,
-// OpenAI CLIP's mean and std), resample 2 (BILINEAR) or 3 (BICUBIC), do_pan_and_scan false or null, size
+// not implement) name the field and the valid values: image_processor_type must be a Gemma 3,
+// CLIP or SigLIP processor (CLIPImageProcessor's defaults: shortest_edge 224, center crop 224, bicubic,
+// OpenAI CLIP's mean and std; SiglipImageProcessor's, PaliGemma's: 224 x 224, bicubic), resample 2 (BILINEAR) or 3 (BICUBIC), do_pan_and_scan false or null, size
 // {height, width} in [1, kMaxImageSide], image_std nonzero.
 Expected<ImageProcessorConfig> parse_image_processor_config(const nlohmann::json& j);
 Expected<ImageProcessorConfig> parse_image_processor_config(const std::string& json_text);

@@ -174,6 +174,9 @@ std::string format_model_info(const ModelInfo& m) {
          std::to_string(v.patch_size) + "-pixel patches, " + std::to_string(v.tokens_per_image) +
          " tokens per image (image token " + std::to_string(v.image_token) + "; the CPU backend runs it at tp 1)\n";
   }
+  if (c.prefix_lm)
+    s += "attention:     the prompt attends to all of itself, the generated tokens causally (PaliGemma's prefix; "
+         "the CPU backend)\n";
   s += "layers:        " + std::to_string(c.n_layers) + "\n";
   s += "hidden:        " + std::to_string(c.hidden_size) + " (intermediate " + std::to_string(c.intermediate_size) + ")\n";
   if (c.n_attention_layers() > 0)

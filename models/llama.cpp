@@ -449,6 +449,10 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
 
 Status LlamaModel::load(const Checkpoint& ck) {
   const auto& c = config_;
+  if (c.prefix_lm && !backend_.supports_vision())
+    return unsupported("this model's prompt attends to all of itself (PaliGemma's prefix attention, "
+                       "AttentionMeta::attend_until), which the " + std::string(backend_.name()) +
+                       " backend does not compute; run it on the CPU backend");
   WeightLoader w(ck, backend_, options_.weight_dtype);
   BRIGADE_RETURN_IF_ERROR(ends_.load_embedding(w, c));
   // Sizes from the config (layer count, head_dim) are trusted for allocation only once the
@@ -642,7 +646,8 @@ Expected<StepBounds> LlamaModel::begin_step(const StepBatch& batch, const KvCach
   BRIGADE_ASSIGN_OR_RETURN(StepBounds bounds, check_step(batch, limits, kv.layout(), logits));
   BRIGADE_RETURN_IF_ERROR(check_hidden_rows(batch, options_.max_batch_tokens, config_.hidden_size, backend_.activation_dtype()));
   BRIGADE_RETURN_IF_ERROR(lora_ ? lora_->begin_step(batch) : check_no_lora(batch));
-  BRIGADE_ASSIGN_OR_RETURN(const std::vector<int32_t> attend_until, images_.begin_step(batch));
+  BRIGADE_ASSIGN_OR_RETURN(std::vector<int32_t> attend_until, images_.begin_step(batch));
+  if (config_.prefix_lm) attend_until = prefix_lm_until(batch, std::move(attend_until));
   BRIGADE_RETURN_IF_ERROR(ints_.upload(backend_, batch, attend_until));
   return bounds;
 }

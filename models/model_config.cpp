@@ -19,6 +19,7 @@
 #include "models/gemma_config.h"
 #include "models/gpt_decoders_config.h"
 #include "models/gemma3n_config.h"
+#include "models/paligemma_config.h"
 #include "models/gemma4_config.h"
 #include "models/arcee_config.h"
 #include "models/llama_variants_config.h"
@@ -57,7 +58,7 @@ constexpr const char* kSupported =
     "(exaone4), Glm4ForCausalLM (glm4), GlmForCausalLM (glm; also the remote-code ChatGLMModel layout), HeliumForCausalLM (helium), SeedOssForCausalLM (seed_oss), Ernie4_5ForCausalLM (ernie4_5), "
     "HunYuanDenseV1ForCausalLM (hunyuan_v1_dense), HunYuanMoEV1ForCausalLM (hunyuan_v1_moe), OlmoeForCausalLM (olmoe), ApertusForCausalLM (apertus), "
     "Ernie4_5_MoeForCausalLM (ernie4_5_moe), "
-    "Mistral3ForConditionalGeneration (mistral3: its language model and Pixtral tower), LlavaForConditionalGeneration (llava: a llama / mistral / qwen2 language model and a CLIP or SigLIP tower), LlavaNextForConditionalGeneration (llava_next: the same with anyres tiles), LlavaOnevisionForConditionalGeneration (llava_onevision: a qwen2 language model, SigLIP, anyres tiles resized to anyres_max_N), InternVLForConditionalGeneration (internvl: a qwen2 / qwen3 / qwen3_moe / llama language model and InternViT; also the remote-code InternVLChatModel layout, whose language model may be InternLM2's), Idefics3ForConditionalGeneration (idefics3: a llama language model and a SigLIP-style tower over tiles; Idefics3, SmolVLM), SmolVLMForConditionalGeneration (smolvlm: the same; SmolVLM2's images), AyaVisionForConditionalGeneration (aya_vision: a cohere2 / cohere language model and a SigLIP tower over GotOcr2's tiles), Ministral3ForCausalLM (ministral3), "
+    "Mistral3ForConditionalGeneration (mistral3: its language model and Pixtral tower), LlavaForConditionalGeneration (llava: a llama / mistral / qwen2 language model and a CLIP or SigLIP tower), LlavaNextForConditionalGeneration (llava_next: the same with anyres tiles), LlavaOnevisionForConditionalGeneration (llava_onevision: a qwen2 language model, SigLIP, anyres tiles resized to anyres_max_N), InternVLForConditionalGeneration (internvl: a qwen2 / qwen3 / qwen3_moe / llama language model and InternViT; also the remote-code InternVLChatModel layout, whose language model may be InternLM2's), Idefics3ForConditionalGeneration (idefics3: a llama language model and a SigLIP-style tower over tiles; Idefics3, SmolVLM), SmolVLMForConditionalGeneration (smolvlm: the same; SmolVLM2's images), AyaVisionForConditionalGeneration (aya_vision: a cohere2 / cohere language model and a SigLIP tower over GotOcr2's tiles), PaliGemmaForConditionalGeneration (paligemma: a gemma / gemma2 language model whose prompt attends to all of itself, and a SigLIP tower), Ministral3ForCausalLM (ministral3), "
     "Llama4ForCausalLM (llama4_text), "
     "Llama4ForConditionalGeneration (llama4: its language model, text only), MiniMaxM2ForCausalLM (minimax_m2), "
     "CohereForCausalLM (cohere), Cohere2ForCausalLM (cohere2), Dots1ForCausalLM (dots1), PhimoeForCausalLM (phimoe), "
@@ -639,6 +640,14 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
     BRIGADE_ASSIGN_OR_RETURN(ModelConfig c, parse_hf_config(text.dump()));
     c.multimodal_text = true;
     BRIGADE_ASSIGN_OR_RETURN(c.vision, read_gemma3_vision(j, c.vocab_size));
+    return c;
+  }
+  if (is_paligemma(j)) {  // its Gemma / Gemma 2 language model, its tower, the prefix attention (models/paligemma_config.h)
+    BRIGADE_ASSIGN_OR_RETURN(json text, paligemma_text_config(j));
+    BRIGADE_ASSIGN_OR_RETURN(ModelConfig c, parse_hf_config(text.dump()));
+    c.multimodal_text = true;
+    c.prefix_lm = true;
+    BRIGADE_ASSIGN_OR_RETURN(c.vision, read_paligemma_vision(j, c.vocab_size, c.hidden_size));
     return c;
   }
   if (is_llama4(j)) {  // its language model, text only (models/llama_variants_config.h)

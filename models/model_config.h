@@ -268,6 +268,12 @@ struct ModelConfig {
     }
     bool shares_kv(int l) const { return kv_layer[static_cast<size_t>(l)] < l; }
   } gemma4;
+  // PaliGemma's prefix-LM attention: a sequence's prompt (its images, <bos>, the text and "\n")
+  // attends to all of itself, the tokens after it causally. The scheduler runs a prompt whole in
+  // one step from position 0 (SchedulerLimits::prompt_whole: never a prefix-cache match, a
+  // recomputed sequence's prompt cut at its end), so the model takes a sequence's rows that begin
+  // at position 0 as its whole prompt (prefix_lm_until, models/step_check.h).
+  bool prefix_lm = false;
   bool multimodal_text = false;      // a Gemma3ForConditionalGeneration, Qwen2-VL-family or Qwen3.5 checkpoint:
                                      // its language model's tensors load as the text model's (Gemma3ForCausalLM,
                                      // Qwen2ForCausalLM, Qwen3_5ForCausalLM), and `vision` describes its tower

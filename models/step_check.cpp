@@ -111,6 +111,17 @@ Status check_hidden_rows(const StepBatch& b, int max_batch_tokens, int64_t hidde
   return Status::ok();
 }
 
+std::vector<int32_t> prefix_lm_until(const StepBatch& b, std::vector<int32_t> until) {
+  if (until.empty()) until.assign(b.positions.begin(), b.positions.end());
+  for (size_t s = 0; s + 1 < b.q_start.size(); ++s) {
+    const int32_t begin = b.q_start[s], end = b.q_start[s + 1];
+    if (begin == end || b.positions[static_cast<size_t>(begin)] != 0) continue;
+    const int32_t last = b.positions[static_cast<size_t>(end - 1)];
+    for (int32_t r = begin; r < end; ++r) until[static_cast<size_t>(r)] = std::max(until[static_cast<size_t>(r)], last);
+  }
+  return until;
+}
+
 Expected<std::vector<int32_t>> check_step_images(const StepBatch& b, const VisionConfig& v, bool loaded) {
   if (!b.rope_delta.empty() && b.rope_delta.size() != b.ctx_len.size())
     return invalid_argument("rope_delta has " + str(static_cast<int64_t>(b.rope_delta.size())) + " entries for " +

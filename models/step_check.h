@@ -49,5 +49,9 @@ Status check_hidden_rows(const StepBatch& batch, int max_batch_tokens, int64_t h
 // last; empty when the step has no image or the model's images attend causally (the Qwen2-VL
 // family). invalid_argument otherwise.
 Expected<std::vector<int32_t>> check_step_images(const StepBatch& batch, const VisionConfig& v, bool loaded);
+// ModelConfig::prefix_lm (PaliGemma): `until` (check_step_images', or empty: causal) with every row
+// of a sequence whose rows begin at position 0 (its whole prompt, by the scheduler's rule) seeing
+// to the sequence's last row; the other sequences' rows keep theirs. Returns [n_tokens].
+std::vector<int32_t> prefix_lm_until(const StepBatch& batch, std::vector<int32_t> until);
 
 }  // namespace brigade

@@ -52,6 +52,10 @@ enum class VisionKind : uint8_t {
                   // GotOcr2's tiles (a column of them, as InternVL's), the pixel shuffle (merge =
                   // downsample_factor), LayerNorm and a SwiGLU projector (models/tile_vision.h); each tile
                   // an image of its own to the scheduler, as Idefics3's
+  paligemma,      // PaliGemmaForConditionalGeneration (PaliGemma 1 / 2): a SigLIP tower's last_hidden_state
+                  // (post_layernorm) over a fixed-size image and one linear projection with a bias
+                  // (models/gemma3_vision.h): Gemma 3's fixed-size images without its pool and norm; the
+                  // prompt attends to all of itself (ModelConfig::prefix_lm)
 };
 
 struct VisionConfig {
@@ -133,7 +137,8 @@ struct VisionConfig {
   bool tiled() const { return kind == VisionKind::idefics3 || kind == VisionKind::aya_vision; }
 
   bool present() const { return n_layers > 0; }
-  bool dynamic() const { return kind != VisionKind::gemma3_siglip; }
+  // Fixed-size images of tokens_per_image tokens (Gemma 3's, PaliGemma's), else sized by their grid.
+  bool dynamic() const { return kind != VisionKind::gemma3_siglip && kind != VisionKind::paligemma; }
   // Whether an image's tokens attend to one another (Gemma 3, Gemma 4 under "vision"): then the
   // image runs whole in one step; else causally and chunked prefill may split it.
   bool whole_images() const { return !dynamic() || bidirectional; }

@@ -187,13 +187,15 @@ std::vector<StepImage> images_in_chunk(const std::vector<int32_t>& prompt, const
                                        const std::vector<StepImage>& images, const ImageMarkers& m, Tokens tokens,
                                        size_t from = 0, size_t to = SIZE_MAX, int32_t row0 = 0) {
   std::vector<StepImage> out;
-  size_t next = 0;
+  size_t next = 0, prev_end = SIZE_MAX;  // fixed-size images may touch (PaliGemma's): one begins where one ends
   for (size_t r = 0; r < prompt.size(); ++r) {
-    if (prompt[r] != m.image || (r > 0 && (prompt[r - 1] == m.image || prompt[r - 1] == m.brk))) continue;
+    if (prompt[r] != m.image || (r > 0 && r != prev_end && (prompt[r - 1] == m.image || prompt[r - 1] == m.brk)))
+      continue;
     EXPECT_LT(next, which.size()) << "the run of image tokens at row " << r << " has no image";
     if (next >= which.size()) break;
     const StepImage& im = images.at(static_cast<size_t>(which[next++]));
     const size_t end = r + static_cast<size_t>(tokens(im));
+    prev_end = end;
     if (m.begin >= 0) {
       EXPECT_EQ(r > 0 ? prompt[r - 1] : -1, m.begin) << "before the image at row " << r;
     }

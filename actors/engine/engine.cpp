@@ -969,9 +969,16 @@ Status EngineImpl::start(const EngineOptions& options) {
 
   auto frontend = spawn_frontend(system_, registry_);
   ImageMarkers markers;  // from the first local instance that takes images
-  for (const auto& one : loaded)
-    if (one && markers.marker.empty() && one->ranks.front()->model->has_vision())
-      markers = image_markers(tokenizer_model_.get(), one->ranks.front()->model->config().vision);
+  for (const auto& one : loaded) {
+    if (!one || !markers.marker.empty()) continue;
+    const Model& model = *one->ranks.front()->model;
+    if (model.has_vision()) {
+      markers = image_markers(tokenizer_model_.get(), model.config().vision);
+    } else if (model.config().prefix_lm && markers.prefix_bos.empty()) {  // PaliGemma's prompt layout, text only
+      markers = image_markers(tokenizer_model_.get(), model.config().vision);
+      markers.marker.clear();
+    }
+  }
   tokenizer_ = spawn_tokenizer(system_, tokenizer_model_, frontend, std::move(markers));
   actors_ = {caf::actor_cast<caf::actor>(frontend), caf::actor_cast<caf::actor>(tokenizer_)};
   // One local instance: the tokenizer talks to its scheduler directly (no router hop, no

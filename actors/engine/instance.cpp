@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -372,6 +373,14 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
                  state_snapshots > 0 ? fmt::format("prefix cache with {} state snapshots ({:.1f} MiB)", state_snapshots,
                                                    mib * state_snapshots)
                                      : std::string("no prefix cache"));
+  }
+  if (mc.prefix_lm) {  // PaliGemma: each prompt whole in one step, from position 0 (SchedulerLimits::prompt_whole)
+    setup.limits.prompt_whole = mc.sliding_window > 0 ? mc.sliding_window : std::numeric_limits<int>::max();
+    setup.limits.in_batch_prefix_tokens = 0;  // no prompt shares another's pages
+    setup.limits.partial_pages = false;
+    spdlog::info("engine: instance '{}': a prompt attends to all of itself, so it runs whole in one step (at most {} "
+                 "tokens) and never from the prefix cache", inst.name,
+                 std::min(setup.limits.prompt_whole, setup.limits.max_step_tokens));
   }
   if (res->model->has_vision()) {  // requests with images; the others' images are refused
     const VisionConfig& v = mc.vision;

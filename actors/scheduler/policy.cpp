@@ -22,6 +22,7 @@ Status SchedulerLimits::validate() const {
   if (page_size < 1) return invalid_argument("page_size must be >= 1");
   if (vocab_size < 1) return invalid_argument("vocab_size must be >= 1");
   if (state_snapshots < 0) return invalid_argument("state_snapshots must be >= 0");
+  if (prompt_whole < 0) return invalid_argument("prompt_whole must be >= 0");
   if (state_snapshots > 0 && (!prefix_cache || partial_pages || in_batch_prefix_tokens > 0 || lower_tiers))
     return invalid_argument("a recurrent model's state snapshots go with the prefix cache alone (no partial pages, "
                             "in-batch prefix sharing or lower tiers)");
@@ -70,6 +71,13 @@ Status SchedulerPolicy::add(SeqRequest request) {
   if (!pooling && n_prompt >= limits_.max_context) {
     return invalid_argument("the prompt has " + std::to_string(n_prompt) + " tokens; the model's context is " +
                             std::to_string(limits_.max_context) + " tokens and generation needs at least one more");
+  }
+  if (const int most = std::min(limits_.prompt_whole, limits_.max_step_tokens); limits_.prompt_whole > 0 && n_prompt > most) {
+    return invalid_argument("the prompt has " + std::to_string(n_prompt) + " tokens; this model's prompt attends to "
+                            "all of itself (PaliGemma), so it runs whole in one step of at most " + std::to_string(most) +
+                            (most == limits_.max_step_tokens ? " tokens (max_step_tokens)"
+                                                              : " tokens (its sliding window, which a prompt row must "
+                                                                "see across)"));
   }
   for (int32_t typed : request.prompt) {
     const int32_t t = limits_.token_types > 1 ? token_id_part(typed) : typed;
@@ -608,8 +616,8 @@ std::optional<PlannedStep> SchedulerPolicy::plan(PageSource& pages) {
       if (budget <= 0) break;
       if (it == running_.end() || !wants_chunk(it->second)) continue;
       Seq& s = it->second;
-      const int n = static_cast<int>(s.tokens.size()) - s.n_scheduled;
-      if (!step.seqs.empty() && n > budget) continue;
+      const int n = chunk_within_images(s, static_cast<int>(s.tokens.size()) - s.n_scheduled);
+      if (n == 0 || (!step.seqs.empty() && n > budget)) continue;
       if (!ensure_pages(s, s.n_scheduled + n, pages)) continue;
       add_work(s, n, step, entries);
       budget -= n;

@@ -182,6 +182,13 @@ struct SchedulerLimits {
   // InternVL: dynamic images (with image_1d) that are columns of tiles of image_tile x image_tile
   // patches: grid_w = image_tile, grid_h a whole number of tiles.
   int image_tile = 0;
+  // PaliGemma (ModelConfig::prefix_lm) when > 0: a prompt attends to all of itself, so it runs
+  // whole in one step from position 0: at most min(prompt_whole, max_step_tokens) tokens (the
+  // instance sets the sliding window here, within which a prompt row's window reaches position 0,
+  // else INT_MAX), refused at submission beyond; never a prefix-cache match; a recomputed
+  // sequence's first chunk ends at its prompt's end (the model takes a sequence's rows from
+  // position 0 as its whole prompt).
+  int prompt_whole = 0;
   bool takes_images() const { return tokens_per_image > 0 || image_merge > 0; }
   bool image_rows() const { return image_break_token >= 0; }
   bool image_mrope() const {
@@ -553,9 +560,12 @@ class SchedulerPolicy {
   // A chunk of s from n_scheduled of at most n tokens; unless images_split, cut so that no image
   // is split: it ends before an image it would split (0 when it starts at one that does not fit: the sequence waits
   // for a step with room for it).
+  // With prompt_whole: the rest of the prompt (its end at most, or 0 to wait) while the prompt is
+  // not yet scheduled.
   int chunk_within_images(const Seq& s, int n) const;
   // The longest prefix of at most n tokens that does not end inside an image (a prefix-cache
-  // match is cut back to it, so the image's rows are computed together); n when images_split.
+  // match is cut back to it, so the image's rows are computed together); n when images_split; 0
+  // with prompt_whole.
   int image_safe_prefix(const Seq& s, int n) const;
   // The item's images (those whose tokens its chunk holds, in part when images_split) and its
   // rope_delta (M-RoPE: the images wholly before the chunk).

@@ -107,19 +107,22 @@ Status SchedulerPolicy::find_images(Seq& s) const {
   }
   for (size_t k = 0; k < s.req.images.size(); ++k) BRIGADE_RETURN_IF_ERROR(check_image(s.req.images[k], k, limits_));
   // Runs of the image token, each one image's placeholders (the processor writes begin- and
-  // end-of-image tokens around them, so two images never touch).
+  // end-of-image tokens around them, so two images never touch), except fixed-size images',
+  // which may (PaliGemmaProcessor writes its images' runs one after another): a run longer than
+  // its image's count ends there, and the next image's begins.
   size_t n_runs = 0;
   for (size_t i = 0; i < prompt.size();) {
     if (prompt[i] != limits_.image_token) {
       ++i;
       continue;
     }
-    const size_t j = image_run_end(prompt, i, limits_);
+    size_t j = image_run_end(prompt, i, limits_);
     const size_t k = n_runs++;
     if (k < s.req.images.size()) {
       SeqImage im = s.req.images[k];
       im.position = static_cast<int32_t>(i);
       const int t = image_token_count(im);
+      if (limits_.image_merge <= 0 && j - i > static_cast<size_t>(t)) j = i + static_cast<size_t>(t);
       if (static_cast<int>(j - i) != t)
         return invalid_argument("the prompt has a run of " + std::to_string(j - i) + " image tokens at position " +
                                 std::to_string(i) + "; image " + std::to_string(k) + " is exactly " + std::to_string(t) +
@@ -154,6 +157,8 @@ Status SchedulerPolicy::find_images(Seq& s) const {
 }
 
 int SchedulerPolicy::chunk_within_images(const Seq& s, int n) const {
+  if (const int prompt = static_cast<int>(s.req.prompt.size()); limits_.prompt_whole > 0 && s.n_scheduled < prompt)
+    return n >= prompt - s.n_scheduled ? prompt - s.n_scheduled : 0;
   if (limits_.images_split()) return n;
   const int start = s.n_scheduled, end = start + n;
   for (size_t k = 0; k < s.images.size(); ++k) {
@@ -164,6 +169,7 @@ int SchedulerPolicy::chunk_within_images(const Seq& s, int n) const {
 }
 
 int SchedulerPolicy::image_safe_prefix(const Seq& s, int n) const {
+  if (limits_.prompt_whole > 0) return 0;
   if (limits_.images_split()) return n;
   for (size_t k = 0; k < s.images.size(); ++k)
     if (s.images[k].position < n && n < s.images[k].position + s.image_tokens[k]) return s.images[k].position;

@@ -162,7 +162,20 @@ Status check_tiles(capnp::List<schema::ImageInput>::Reader images, const ImageMa
 Expected<std::string> expand_image_markers(std::string_view text, capnp::List<schema::ImageInput>::Reader images,
                                            const ImageMarkers& m) {
   const unsigned n_images = images.size();
-  if (n_images == 0) return std::string(text);
+  // PaliGemmaProcessor: without markers, one per image at the start.
+  std::string prefixed;
+  if (!m.prefix_bos.empty() && n_images > 0 && !m.marker.empty() && text.find(m.marker) == std::string_view::npos) {
+    for (unsigned k = 0; k < n_images; ++k) prefixed += m.marker;
+    prefixed += text;
+    text = prefixed;
+  }
+  size_t last_run_end = 0;  // in out: where the last image's run ends
+  const auto laid_out = [&](std::string s) {  // PaliGemmaProcessor: <bos> after the last image, "\n" last
+    if (m.prefix_bos.empty()) return s;
+    s.insert(last_run_end, m.prefix_bos);
+    return s + "\n";
+  };
+  if (n_images == 0) return laid_out(std::string(text));
   if (m.marker.empty()) return unsupported("this model takes text only: no vision tower runs here (send no images)");
   std::string out;
   unsigned n_markers = 0;
@@ -193,13 +206,14 @@ Expected<std::string> expand_image_markers(std::string_view text, capnp::List<sc
       if (!m.break_piece.empty()) out += r + 1 < rows ? m.break_piece : m.end_piece;
     }
     out += m.after;
+    last_run_end = out.size();
     ++n_markers;
   }
   out.append(text.substr(at));
   if (n_markers != n_images)
     return invalid_argument("the prompt has " + std::to_string(n_markers) + " image marker(s) (" + m.marker +
                             ") but the request " + std::to_string(n_images) + " image(s)");
-  return out;
+  return laid_out(std::move(out));
 }
 
 // A token's piece as valid UTF-8 (a byte of a partial sequence becomes U+FFFD): the text of a
@@ -255,7 +269,7 @@ void on_request(tokenizer_ptr self, const generate_request_msg& msg) {
       self->send(st.frontend, error_event(id, text.status()));
       return;
     }
-    auto ids = st.tokenizer->encode(*text, r.getAddBos());
+    auto ids = st.tokenizer->encode(*text, r.getAddBos() && st.images.prefix_bos.empty());
     // A pooling request's text is cut as vLLM cuts it for embed, classify and score (from the
     // right, its special tokens kept: models/truncation.h); generation keeps the last ids.
     if (ids && r.getPooling() != schema::Pooling::NONE)
@@ -415,6 +429,14 @@ ImageMarkers image_markers(const Tokenizer* tokenizer, const VisionConfig& v) {
       m.tile_piece = "<fake_token_around_image>";
       m.global_piece = "<global-img>";
     }
+    return m;
+  }
+  if (v.kind == VisionKind::paligemma) {  // PaliGemmaProcessor: the runs, <bos> after the last, the text, "\n"
+    if (v.image_token < 0 || v.image_token >= n || tokenizer->bos_id() < 0) return {};
+    ImageMarkers m;
+    m.image_piece = m.marker = tokenizer->token_to_piece(v.image_token);
+    m.tokens_per_image = v.tokens_per_image;
+    m.prefix_bos = tokenizer->token_to_piece(tokenizer->bos_id());
     return m;
   }
   if (v.kind == VisionKind::internvl) {  // InternVLProcessor: each <IMG_CONTEXT> becomes <img> + its tiles' tokens + </img>

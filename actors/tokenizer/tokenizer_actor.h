@@ -61,6 +61,11 @@ struct ImageMarkers {
   int tile_pixels = 0;
   bool tile_column = false;
   std::string tile_piece, global_piece;
+  // PaliGemmaProcessor (not empty: the BOS token's text): every text prompt becomes its images'
+  // runs where its markers are (without any marker, one per image at the start), prefix_bos after
+  // the last run (first without images), the rest of the text and "\n"; the request's add_bos is
+  // then not applied (the BOS is in the text). An empty `marker` with it: text-only prompts laid out.
+  std::string prefix_bos;
 };
 // The markers of a model with a vision tower (`v` present), from the tokenizer's pieces of its
 // special tokens; empty otherwise.

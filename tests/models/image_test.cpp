@@ -128,11 +128,26 @@ TEST(ImageProcessor, GemmaDefaultsForMissingFields) {
   EXPECT_EQ(c->image_std, (std::array<double, 3>{0.25, 0.25, 0.25}));
 }
 
+// SiglipImageProcessor (PaliGemma's): Gemma 3's steps with its own defaults, 224 x 224 bicubic.
+TEST(ImageProcessor, SiglipTakesItsOwnDefaults) {
+  for (const char* type : {"SiglipImageProcessor", "SiglipImageProcessorPil", "SiglipImageProcessorFast"}) {
+    auto c = parse_image_processor_config(std::string(R"({"image_processor_type": ")") + type + "\"}");
+    ASSERT_TRUE(c.has_value()) << type << ": " << c.status().to_string();
+    EXPECT_EQ(c->height, 224);
+    EXPECT_EQ(c->width, 224);
+    EXPECT_EQ(c->resample, Resample::bicubic) << type;
+    EXPECT_EQ(c->shortest_edge, 0);
+  }
+  auto gemma3 = parse_image_processor_config(std::string(R"({"image_processor_type": "Gemma3ImageProcessor"})"));
+  ASSERT_TRUE(gemma3.has_value());
+  EXPECT_EQ(gemma3->resample, Resample::bilinear) << "Gemma 3's default stays bilinear";
+}
+
 TEST(ImageProcessor, RefusesUnsupportedConfigsNamingTheField) {
   const std::pair<const char*, const char*> bad[] = {
       {R"({"do_pan_and_scan": true})", "do_pan_and_scan"},
       {R"({"resample": 1})", "valid: 2 (BILINEAR), 3 (BICUBIC)"},
-      {R"({"image_processor_type": "SiglipImageProcessor"})", "valid: Gemma3ImageProcessor"},
+      {R"({"image_processor_type": "BlipImageProcessor"})", "valid: Gemma3ImageProcessor"},
       {R"({"image_processor_type": "CLIPImageProcessor", "crop_size": {"height": 0, "width": 4}})", "'crop_size'"},
       {R"({"do_center_crop": true})", "do_center_crop=true is not supported for Gemma3ImageProcessor"},
       {R"({"size": {"shortest_edge": 224}})", "'size'"},

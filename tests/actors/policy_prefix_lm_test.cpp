@@ -1,0 +1,150 @@
+// SchedulerPolicy for a model whose prompt attends to all of itself (PaliGemma,
+// SchedulerLimits::prompt_whole): a prompt runs whole in one step from position 0 or waits for
+// room, a prompt no step can hold (or longer than the sliding window) is refused at submission,
+// the prefix cache never serves one, and a recomputed sequence's first chunk ends at its prompt's
+// end so that what it generated is read causally again.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <climits>
+#include <vector>
+
+#include "actors/scheduler/policy.h"
+#include "policy_test_util.h"
+
+namespace brigade {
+namespace {
+
+using testing::PoolSource;
+using testing::prompt_req;
+using testing::range;
+
+SchedulerLimits whole_limits(int window = INT_MAX) {
+  SchedulerLimits l;
+  l.max_running = 4;
+  l.max_waiting = 8;
+  l.max_step_tokens = 8;
+  l.max_context = 64;
+  l.page_size = 4;
+  l.vocab_size = 1000;
+  l.prompt_whole = window;
+  return l;
+}
+
+std::vector<SampledResult> sample(const PlannedStep& s) {
+  std::vector<SampledResult> r;
+  for (const auto& w : s.seqs)
+    if (w.sample) r.push_back({w.seq_id, static_cast<int32_t>(500 + w.start_pos), 0.0f, {}});
+  return r;
+}
+
+TEST(SchedulerPolicyPrefixLm, APromptNoStepHoldsIsRefusedNamingTheBound) {
+  SchedulerPolicy p(whole_limits(), 100);
+  EXPECT_TRUE(p.add(prompt_req(1, range(10, 8), 4)).is_ok());
+  const Status st = p.add(prompt_req(2, range(10, 9), 4));
+  EXPECT_EQ(st.code(), StatusCode::invalid_argument);
+  EXPECT_NE(st.message().find("max_step_tokens"), std::string::npos) << st.message();
+  SchedulerPolicy windowed(whole_limits(6), 100);
+  const Status w = windowed.add(prompt_req(3, range(10, 7), 4));
+  EXPECT_EQ(w.code(), StatusCode::invalid_argument);
+  EXPECT_NE(w.message().find("sliding window"), std::string::npos) << w.message();
+  EXPECT_TRUE(windowed.add(prompt_req(4, range(10, 6), 4)).is_ok());
+}
+
+// Seq 1 decodes (a token a step); seq 2's prompt of 8 never fits the 7 left beside it, so it
+// waits, whole, until seq 1 ends, then runs in one step from position 0. Without prompt_whole it
+// would be chunked at once.
+TEST(SchedulerPolicyPrefixLm, APromptRunsWholeOrWaits) {
+  SchedulerPolicy p(whole_limits(), 100);
+  PoolSource pages(100);
+  ASSERT_TRUE(p.add(prompt_req(1, range(10, 3), 3)).is_ok());
+  auto s1 = p.plan(pages);
+  ASSERT_TRUE(s1);
+  p.complete(s1->step_id, sample(*s1), pages);
+  ASSERT_TRUE(p.add(prompt_req(2, range(100, 8), 2)).is_ok());
+  bool ran_whole = false;
+  for (int steps = 0; p.has_work() && steps < 50; ++steps) {
+    auto s = p.plan(pages);
+    ASSERT_TRUE(s);
+    for (const auto& w : s->seqs)
+      if (w.seq_id == 2 && w.start_pos == 0) {
+        EXPECT_EQ(w.tokens.size(), 8u) << "the prompt whole";
+        EXPECT_EQ(s->seqs.size(), 1u) << "seq 1 has ended: nothing beside it";
+        ran_whole = true;
+      } else if (w.seq_id == 2) {
+        EXPECT_EQ(w.tokens.size(), 1u) << "then decodes";
+      }
+    p.complete(s->step_id, sample(*s), pages);
+  }
+  EXPECT_TRUE(ran_whole);
+  SchedulerLimits chunked = whole_limits();
+  chunked.prompt_whole = 0;
+  SchedulerPolicy q(chunked, 100);
+  ASSERT_TRUE(q.add(prompt_req(1, range(10, 3), 3)).is_ok());
+  auto t1 = q.plan(pages);
+  q.complete(t1->step_id, sample(*t1), pages);
+  ASSERT_TRUE(q.add(prompt_req(2, range(100, 8), 2)).is_ok());
+  auto t2 = q.plan(pages);
+  ASSERT_TRUE(t2);
+  ASSERT_EQ(t2->seqs.size(), 2u);
+  EXPECT_EQ(t2->seqs[1].tokens.size(), 7u) << "without prompt_whole: a chunk of what is left";
+}
+
+// The same prompt twice: the second computes it again from position 0 (its KV depends on the
+// whole prompt, so no cached prefix serves it); the cache serves a causal model's.
+TEST(SchedulerPolicyPrefixLm, ThePrefixCacheNeverServesAPrompt) {
+  for (const bool whole : {true, false}) {
+    SchedulerLimits l = whole_limits();
+    l.prompt_whole = whole ? INT_MAX : 0;
+    l.prefix_cache = true;
+    SchedulerPolicy p(l, 64, root_key("m"));
+    PoolSource pages(64);
+    int second_start = -1;
+    for (uint64_t id : {1, 2}) {
+      ASSERT_TRUE(p.add(prompt_req(id, range(10, 8), 2)).is_ok());
+      for (int steps = 0; p.has_work() && steps < 50; ++steps) {
+        auto s = p.plan(pages);
+        ASSERT_TRUE(s);
+        for (const auto& w : s->seqs)
+          if (w.seq_id == 2 && second_start < 0) second_start = w.start_pos;
+        p.complete(s->step_id, sample(*s), pages);
+      }
+    }
+    EXPECT_EQ(second_start, whole ? 0 : 4) << (whole ? "prompt_whole" : "causal: a page from the cache");
+  }
+}
+
+// Two sequences in a pool too small for both: the later is preempted and recomputed. Its first
+// recompute chunk is its prompt alone (from position 0), what it had generated comes after.
+TEST(SchedulerPolicyPrefixLm, ARecomputedSequencesFirstChunkEndsAtItsPrompt) {
+  SchedulerLimits l = whole_limits();
+  l.max_step_tokens = 64;
+  SchedulerPolicy p(l, 4);
+  PoolSource pages(4);  // 16 token slots, pages of 4
+  ASSERT_TRUE(p.add(prompt_req(1, range(10, 6), 10)).is_ok());
+  ASSERT_TRUE(p.add(prompt_req(2, range(30, 6), 10)).is_ok());
+  std::vector<int32_t> out2;
+  bool recomputed = false, replayed = false;
+  for (int steps = 0; p.has_work() && steps < 200; ++steps) {
+    auto s = p.plan(pages);
+    ASSERT_TRUE(s);
+    for (const auto& w : s->seqs) {
+      if (w.seq_id != 2) continue;
+      if (w.start_pos == 0 && !out2.empty()) {
+        recomputed = true;
+        EXPECT_EQ(w.tokens, range(30, 6)) << "the prompt alone";
+      } else if (recomputed && w.start_pos == 6 && w.tokens.size() > 1) {
+        replayed = true;  // the generated tokens replayed after it
+        EXPECT_TRUE(std::equal(w.tokens.begin(), w.tokens.end(), out2.begin()));
+      }
+    }
+    for (const auto& ev : p.complete(s->step_id, sample(*s), pages))
+      if (ev.seq_id == 2) out2.insert(out2.end(), ev.new_tokens.begin(), ev.new_tokens.end());
+  }
+  EXPECT_TRUE(recomputed);
+  EXPECT_TRUE(replayed);
+  EXPECT_GE(p.n_preemptions(), 1u);
+}
+
+}  // namespace
+}  // namespace brigade
