@@ -80,6 +80,7 @@ std::string format_model_info(const ModelInfo& m) {
                       : c.vision.kind == VisionKind::internvl ? "InternVLForConditionalGeneration"
                       : c.vision.kind == VisionKind::idefics3 ? "Idefics3ForConditionalGeneration or SmolVLMForConditionalGeneration"
                       : c.vision.kind == VisionKind::aya_vision ? "AyaVisionForConditionalGeneration"
+                      : c.vision.kind == VisionKind::paligemma ? "PaliGemmaForConditionalGeneration"
                       : c.vision.kind == VisionKind::glm4v && c.arch == "glm4_moe" ? "Glm4vMoeForConditionalGeneration"
                       : c.vision.kind == VisionKind::glm4v ? "Glm4vForConditionalGeneration"
                       : c.arch == "llama" || c.arch == "ministral3" || c.arch == "mistral4" ? "Mistral3ForConditionalGeneration"

@@ -24,6 +24,7 @@
 #include "tests/vision_fixture.h"
 #include "models/gemma3_vision.h"
 #include "models/gemma_config.h"
+#include "models/inspect.h"
 #include "models/mapped_file.h"
 #include "models/model_config.h"
 #include "models/paligemma_config.h"
@@ -103,6 +104,11 @@ TEST_P(PaliGemma, ConfigReadsAsGemmaWithThePrefixAttention) {
   EXPECT_EQ(c->vision.image_tokens(0, 0), f.image_tokens);
   EXPECT_EQ(c->vision.image_token, f.image_token);
   EXPECT_EQ(c->vision.pool_kernel(), 1);
+  auto info = inspect_model(fixture_dir(GetParam()));
+  ASSERT_TRUE(info.has_value()) << info.status().to_string();
+  const std::string text = format_model_info(*info);
+  EXPECT_NE(text.find("(the language model of PaliGemmaForConditionalGeneration)"), std::string::npos) << text;
+  EXPECT_NE(text.find("the prompt attends to all of itself"), std::string::npos) << text;
 }
 
 class PaliGemmaModel : public ::testing::TestWithParam<const char*> {
