@@ -269,11 +269,12 @@ void on_request(tokenizer_ptr self, const generate_request_msg& msg) {
       self->send(st.frontend, error_event(id, text.status()));
       return;
     }
-    auto ids = st.tokenizer->encode(*text, r.getAddBos() && st.images.prefix_bos.empty());
+    const bool add_bos = r.getAddBos() && st.images.prefix_bos.empty();  // PaliGemma's layout places its own
+    auto ids = st.tokenizer->encode(*text, add_bos);
     // A pooling request's text is cut as vLLM cuts it for embed, classify and score (from the
     // right, its special tokens kept: models/truncation.h); generation keeps the last ids.
     if (ids && r.getPooling() != schema::Pooling::NONE)
-      ids = truncate_text_right(*st.tokenizer, *text, std::move(*ids), r.getAddBos(), r.getTruncatePromptTokens());
+      ids = truncate_text_right(*st.tokenizer, *text, std::move(*ids), add_bos, r.getTruncatePromptTokens());
     if (!ids) {
       self->send(st.frontend, error_event(id, ids.status()));
       return;
