@@ -327,7 +327,7 @@ bool SchedulerPolicy::admit_at(size_t i, PageSource& pages) {
     cache_stats_.hit_tokens += static_cast<uint64_t>(m.n_tokens);
   }
   // A load may deliver fewer pages than asked, ending anywhere: prompts with images do not load.
-  if (cache_ && limits_.lower_tiers && !needs_prompt_logprobs(s) && !pools_whole_prompt(s) && s.images.empty()) {
+  if (cache_ && limits_.lower_tiers && !needs_prompt_logprobs(s) && !computes_whole_prompt(s) && s.images.empty()) {
     auto keys = cache_->continue_keys(m, key, (known - 1) / limits_.page_size);
     // Load when cheaper than recomputing by the measured estimates (unknown: load); every 8th
     // candidate loads anyway, so an estimate inflated by a busy moment can come back down.

@@ -185,7 +185,8 @@ struct SchedulerLimits {
   // PaliGemma (ModelConfig::prefix_lm) when > 0: a prompt attends to all of itself, so it runs
   // whole in one step from position 0: at most min(prompt_whole, max_step_tokens) tokens (the
   // instance sets the sliding window here, within which a prompt row's window reaches position 0,
-  // else INT_MAX), refused at submission beyond; never a prefix-cache match; a recomputed
+  // else INT_MAX), refused at submission beyond; never a prefix-cache match or a lower-tier load
+  // (computes_whole_prompt); a recomputed
   // sequence's first chunk ends at its prompt's end (the model takes a sequence's rows from
   // position 0 as its whole prompt).
   int prompt_whole = 0;
@@ -564,8 +565,7 @@ class SchedulerPolicy {
   // not yet scheduled.
   int chunk_within_images(const Seq& s, int n) const;
   // The longest prefix of at most n tokens that does not end inside an image (a prefix-cache
-  // match is cut back to it, so the image's rows are computed together); n when images_split; 0
-  // with prompt_whole.
+  // match is cut back to it, so the image's rows are computed together); n when images_split.
   int image_safe_prefix(const Seq& s, int n) const;
   // The item's images (those whose tokens its chunk holds, in part when images_split) and its
   // rope_delta (M-RoPE: the images wholly before the chunk).
@@ -632,8 +632,10 @@ class SchedulerPolicy {
   // Moves the whole prompt's logprobs into the request's first event (once, when complete).
   void attach_prompt_logprobs(Seq& s, SeqEvent& ev);
   // ---- pooling (policy_pooling.cpp) ----
-  // mean / cls pooling: every prompt position's hidden state is needed (no cache hits, no loads).
-  bool pools_whole_prompt(const Seq& s) const;
+  // Every prompt position must be computed here, none served by the cache or a lower tier:
+  // mean / cls pooling (every position's hidden state is needed) and prompt_whole (every
+  // position's KV depends on the whole prompt).
+  bool computes_whole_prompt(const Seq& s) const;
   void plan_pooling(const Seq& s, SeqWorkItem& w, StepEntry& e) const;
   // Takes the item's embedding; false (with s.error set) when it is missing or unasked.
   bool take_embedding(Seq& s, const StepEntry& e, std::span<const PooledEmbedding> embeddings);

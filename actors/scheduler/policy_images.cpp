@@ -169,7 +169,6 @@ int SchedulerPolicy::chunk_within_images(const Seq& s, int n) const {
 }
 
 int SchedulerPolicy::image_safe_prefix(const Seq& s, int n) const {
-  if (limits_.prompt_whole > 0) return 0;
   if (limits_.images_split()) return n;
   for (size_t k = 0; k < s.images.size(); ++k)
     if (s.images[k].position < n && n < s.images[k].position + s.image_tokens[k]) return s.images[k].position;

@@ -15,7 +15,7 @@ bool SchedulerPolicy::needs_prompt_logprobs(const Seq& s) const {
 // least one token is always computed (its logits are sampled).
 int SchedulerPolicy::cache_match_limit(const Seq& s) const {
   const int known = static_cast<int>(s.tokens.size());
-  if (pools_whole_prompt(s)) return 0;
+  if (computes_whole_prompt(s)) return 0;
   return needs_prompt_logprobs(s) ? std::min(known - 1, s.prompt_lp_next - 1) : known - 1;
 }
 

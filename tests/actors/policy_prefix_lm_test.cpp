@@ -114,6 +114,30 @@ TEST(SchedulerPolicyPrefixLm, ThePrefixCacheNeverServesAPrompt) {
   }
 }
 
+// With the lower tiers on, a causal model's new prompt first asks them for its pages; a whole
+// prompt never does (a page from another prompt holds KV that saw that prompt), and runs at once.
+TEST(SchedulerPolicyPrefixLm, NoLowerTierLoadServesAPrompt) {
+  for (const bool whole : {true, false}) {
+    SchedulerLimits l = whole_limits();
+    l.max_step_tokens = 16;
+    l.prompt_whole = whole ? INT_MAX : 0;
+    l.prefix_cache = true;
+    l.lower_tiers = true;
+    SchedulerPolicy p(l, 64, root_key("m"));
+    PoolSource pages(64);
+    ASSERT_TRUE(p.add(prompt_req(1, range(10, 14), 2)).is_ok());
+    auto s = p.plan(pages);
+    EXPECT_EQ(p.take_loads().size(), whole ? 0u : 1u);
+    if (whole) {
+      ASSERT_TRUE(s);
+      EXPECT_EQ(s->seqs.at(0).start_pos, 0);
+      EXPECT_EQ(s->seqs.at(0).tokens.size(), 14u);
+    } else {
+      EXPECT_FALSE(s) << "the causal prompt waits for its load";
+    }
+  }
+}
+
 // Two sequences in a pool too small for both: the later is preempted and recomputed. Its first
 // recompute chunk is its prompt alone (from position 0), what it had generated comes after.
 TEST(SchedulerPolicyPrefixLm, ARecomputedSequencesFirstChunkEndsAtItsPrompt) {
