@@ -359,7 +359,9 @@ bool SchedulerPolicy::admit_at(size_t i, PageSource& pages) {
 // locked cache_node, so the insert walks only the new ones (a sequence crosses a page boundary
 // every page_size tokens; from the root, each crossing would re-walk its whole path).
 void SchedulerPolicy::cache_computed(Seq& s, PageSource& pages, bool save) {
-  if (!cache_) return;
+  // prompt_whole: a page's KV depends on the whole prompt, not on the tokens its key names, so no
+  // other sequence could read it: it is neither kept in the tree nor written to the tiers.
+  if (!cache_ || limits_.prompt_whole > 0) return;
   // (An aborted sequence may have computed a token its last step sampled but it never took.)
   const int n_full = std::min(n_kv_valid(s) / limits_.page_size, s.blocks.n_pages());
   if (n_full <= s.n_cache_checked) {
@@ -446,6 +448,7 @@ bool SchedulerPolicy::preempt_one(uint64_t except, PageSource& pages) {
   released_.push_back(id);  // the executor forgets its sampled token and penalty history
   victim->n_computed = victim->n_scheduled = 0;
   victim->was_preempted = true;
+  victim->waits_for_room = false;
   Seq s = std::move(*victim);
   running_.erase(id);
   enqueue(std::move(s));
@@ -562,8 +565,11 @@ void SchedulerPolicy::add_work(Seq& s, int n_tokens, PlannedStep& step, std::vec
 // decode them without drafts. Prompt chunks still overlap.
 void SchedulerPolicy::plan_decodes(PlannedStep& step, std::vector<StepEntry>& entries, int& budget, PageSource& pages) {
   std::vector<uint64_t> ids;
+  const auto in_step = [&](uint64_t id) {  // a whole chunk planned first (its token is sampled in this step)
+    return std::any_of(step.seqs.begin(), step.seqs.end(), [&](const SeqWorkItem& w) { return w.seq_id == id; });
+  };
   for (const auto& [id, s] : running_) {
-    if (wants_decode(s)) ids.push_back(id);
+    if (wants_decode(s) && !in_step(id)) ids.push_back(id);
   }
   if (ids.empty()) return;
   const bool drafts_ok = drafting_this_step();
@@ -589,6 +595,31 @@ void SchedulerPolicy::plan_decodes(PlannedStep& step, std::vector<StepEntry>& en
       ++spec_stats_.verify_seqs;
     }
     add_work(s, n, step, entries, drafts);
+    budget -= n;
+  }
+}
+
+// A whole chunk (an image that must not be split, a prompt_whole prompt) runs only in a step whose
+// budget holds it. Planned after the decodes, it could wait as long as decodes keep the budget
+// below its length: one that found no room last step goes before them now, and the decodes it
+// displaces wait a step (as they do for a prompt without chunked prefill).
+void SchedulerPolicy::plan_waiting_whole(PlannedStep& step, std::vector<StepEntry>& entries, int& budget,
+                                         PageSource& pages) {
+  std::vector<uint64_t> ids;
+  for (const auto& [id, s] : running_)
+    if (s.waits_for_room) ids.push_back(id);
+  for (uint64_t id : ids) {
+    auto it = running_.find(id);
+    if (it == running_.end()) continue;
+    Seq& s = it->second;
+    if (!wants_chunk(s)) {
+      s.waits_for_room = false;
+      continue;
+    }
+    const int n = chunk_within_images(s, std::min(static_cast<int>(s.tokens.size()) - s.n_scheduled, budget));
+    if (n == 0 || !ensure_pages(s, s.n_scheduled + n, pages)) continue;  // still waits (another took the room)
+    s.waits_for_room = false;
+    add_work(s, n, step, entries);
     budget -= n;
   }
 }
@@ -623,8 +654,11 @@ std::optional<PlannedStep> SchedulerPolicy::plan(PageSource& pages) {
       budget -= n;
     }
   }
-  // 1. Decodes (unless this is a prefill-only step).
-  if (step.seqs.empty()) plan_decodes(step, entries, budget, pages);
+  const bool prefill_only = !step.seqs.empty();
+  // 1. Chunks that must run whole and waited a step for room, then decodes (unless this is a
+  // prefill-only step).
+  if (limits_.chunked_prefill) plan_waiting_whole(step, entries, budget, pages);
+  if (!prefill_only) plan_decodes(step, entries, budget, pages);
   // 2. Admission with the pages left, 3. prompt (and recompute) chunks fill the budget.
   while (limits_.chunked_prefill && admit_next(pages)) {
   }
@@ -633,7 +667,11 @@ std::optional<PlannedStep> SchedulerPolicy::plan(PageSource& pages) {
     if (budget <= 0 || !limits_.chunked_prefill) break;
     if (it == running_.end() || !wants_chunk(it->second)) continue;
     Seq& s = it->second;
-    const int n = chunk_within_images(s, std::min(static_cast<int>(s.tokens.size()) - s.n_scheduled, budget));
+    const int rest = static_cast<int>(s.tokens.size()) - s.n_scheduled;
+    const int n = chunk_within_images(s, std::min(rest, budget));
+    // Cut to nothing by the budget alone (a whole chunk longer than what is left): it goes
+    // first next step.
+    if (n == 0 && budget < rest && chunk_within_images(s, rest) > 0) s.waits_for_room = true;
     if (n == 0 || !ensure_pages(s, s.n_scheduled + n, pages)) continue;
     add_work(s, n, step, entries);
     budget -= n;

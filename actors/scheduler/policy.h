@@ -186,9 +186,10 @@ struct SchedulerLimits {
   // whole in one step from position 0: at most min(prompt_whole, max_step_tokens) tokens (the
   // instance sets the sliding window here, within which a prompt row's window reaches position 0,
   // else INT_MAX), refused at submission beyond; never a prefix-cache match or a lower-tier load
-  // (computes_whole_prompt); a recomputed
-  // sequence's first chunk ends at its prompt's end (the model takes a sequence's rows from
-  // position 0 as its whole prompt).
+  // (computes_whole_prompt), and its pages are not inserted into the prefix cache (their KV is
+  // not what their tokens alone would give); a recomputed sequence's first chunk ends at its
+  // prompt's end (the model takes a sequence's rows from position 0 as its whole prompt). A
+  // prompt that found no room beside the decodes goes before them in the next step.
   int prompt_whole = 0;
   bool takes_images() const { return tokens_per_image > 0 || image_merge > 0; }
   bool image_rows() const { return image_break_token >= 0; }
@@ -461,6 +462,9 @@ class SchedulerPolicy {
     bool was_preempted = false;
     bool waited_for_prefill = false;  // counted in PrefixCacheStats::in_batch_waits
     bool deferred = false;            // its last admission attempt waited for a prefill (admit_at)
+    // A chunk it must run whole (an image, or a prompt_whole prompt) found no room in the last
+    // step's budget: the next step plans it before the decodes (plan_waiting_whole).
+    bool waits_for_room = false;
     bool drafting = false;     // a step verifying its drafts is in flight: until it returns, its
                                // length is unknown and it is not planned again
     double spec_rate = 1.0;    // EWMA of the fraction of drafts accepted per drafting attempt
@@ -564,6 +568,9 @@ class SchedulerPolicy {
   // With prompt_whole: the rest of the prompt (its end at most, or 0 to wait) while the prompt is
   // not yet scheduled.
   int chunk_within_images(const Seq& s, int n) const;
+  // Plans, before the decodes, the chunks that must run whole and found no room last step
+  // (Seq::waits_for_room), so that a steady load of decodes cannot keep them waiting.
+  void plan_waiting_whole(PlannedStep& step, std::vector<StepEntry>& entries, int& budget, PageSource& pages);
   // The longest prefix of at most n tokens that does not end inside an image (a prefix-cache
   // match is cut back to it, so the image's rows are computed together); n when images_split.
   int image_safe_prefix(const Seq& s, int n) const;

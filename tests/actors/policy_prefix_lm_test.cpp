@@ -51,9 +51,9 @@ TEST(SchedulerPolicyPrefixLm, APromptNoStepHoldsIsRefusedNamingTheBound) {
   EXPECT_TRUE(windowed.add(prompt_req(4, range(10, 6), 4)).is_ok());
 }
 
-// Seq 1 decodes (a token a step); seq 2's prompt of 8 never fits the 7 left beside it, so it
-// waits, whole, until seq 1 ends, then runs in one step from position 0. Without prompt_whole it
-// would be chunked at once.
+// Seq 1 decodes (a token a step); seq 2's prompt of 8 does not fit the 7 left beside it, so it
+// waits a step, whole, then runs in one step from position 0, before (here: instead of) seq 1's
+// decode. Without prompt_whole it would be chunked at once.
 TEST(SchedulerPolicyPrefixLm, APromptRunsWholeOrWaits) {
   SchedulerPolicy p(whole_limits(), 100);
   PoolSource pages(100);
@@ -69,7 +69,8 @@ TEST(SchedulerPolicyPrefixLm, APromptRunsWholeOrWaits) {
     for (const auto& w : s->seqs)
       if (w.seq_id == 2 && w.start_pos == 0) {
         EXPECT_EQ(w.tokens.size(), 8u) << "the prompt whole";
-        EXPECT_EQ(s->seqs.size(), 1u) << "seq 1 has ended: nothing beside it";
+        EXPECT_EQ(steps, 1) << "after one step without room";
+        EXPECT_EQ(s->seqs.size(), 1u) << "it fills the step: seq 1's decode waits";
         ran_whole = true;
       } else if (w.seq_id == 2) {
         EXPECT_EQ(w.tokens.size(), 1u) << "then decodes";
