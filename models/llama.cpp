@@ -647,7 +647,10 @@ Expected<StepBounds> LlamaModel::begin_step(const StepBatch& batch, const KvCach
   BRIGADE_RETURN_IF_ERROR(check_hidden_rows(batch, options_.max_batch_tokens, config_.hidden_size, backend_.activation_dtype()));
   BRIGADE_RETURN_IF_ERROR(lora_ ? lora_->begin_step(batch) : check_no_lora(batch));
   BRIGADE_ASSIGN_OR_RETURN(std::vector<int32_t> attend_until, images_.begin_step(batch));
-  if (config_.prefix_lm) attend_until = prefix_lm_until(batch, std::move(attend_until));
+  if (config_.prefix_lm) {
+    attend_until = prefix_lm_until(batch, std::move(attend_until));
+    BRIGADE_ASSIGN_OR_RETURN(bounds.unwindowed, prefix_lm_opens_window(batch, config_.sliding_window));
+  }
   BRIGADE_RETURN_IF_ERROR(ints_.upload(backend_, batch, attend_until));
   return bounds;
 }
@@ -658,7 +661,9 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
   else if (!batch.aux_rows.empty()) return invalid_argument("aux_rows are an EAGLE-3 head's (LoadOptions::eagle3)");
   const int n = batch.n_tokens();
   // Full-attention layers and sliding ones (every layer where ModelConfig::sliding_layers is empty).
-  AttentionMeta full = ints_.meta(batch, bounds, 0), sliding = ints_.meta(batch, bounds, config_.sliding_window);
+  // (PaliGemma 2: a prompt longer than the window runs unwindowed, prefix_lm_opens_window.)
+  AttentionMeta full = ints_.meta(batch, bounds, 0),
+                sliding = ints_.meta(batch, bounds, bounds.unwindowed ? 0 : config_.sliding_window);
   full.softcap = sliding.softcap = config_.attn_softcap;
   AttentionMeta chunked = full;  // Llama 4's chunked layers (ModelConfig::chunked_layers)
   chunked.chunk = config_.attention_chunk;

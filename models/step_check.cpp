@@ -122,6 +122,26 @@ std::vector<int32_t> prefix_lm_until(const StepBatch& b, std::vector<int32_t> un
   return until;
 }
 
+Expected<bool> prefix_lm_opens_window(const StepBatch& b, int window) {
+  if (window <= 0) return false;
+  std::vector<bool> prompt(b.q_start.size(), false);  // per sequence: a prompt longer than the window
+  bool any = false;
+  for (size_t s = 0; s + 1 < b.q_start.size(); ++s) {
+    const int32_t begin = b.q_start[s], end = b.q_start[s + 1];
+    prompt[s] = end > begin && b.positions[static_cast<size_t>(begin)] == 0 &&
+                b.positions[static_cast<size_t>(end - 1)] >= window;
+    any = any || prompt[s];
+  }
+  if (!any) return false;
+  for (size_t s = 0; s + 1 < b.q_start.size(); ++s)
+    for (int32_t r = b.q_start[s]; !prompt[s] && r < b.q_start[s + 1]; ++r)
+      if (const int32_t p = b.positions[static_cast<size_t>(r)]; p >= window)
+        return invalid_argument("a prompt longer than the sliding window (" + str(window) +
+                                ") runs alone in its step, its sliding layers unwindowed; row " + str(r) + " (sequence " +
+                                str(static_cast<int64_t>(s)) + ") is at position " + str(p) + ", which needs the window");
+  return true;
+}
+
 Expected<std::vector<int32_t>> check_step_images(const StepBatch& b, const VisionConfig& v, bool loaded) {
   if (!b.rope_delta.empty() && b.rope_delta.size() != b.ctx_len.size())
     return invalid_argument("rope_delta has " + str(static_cast<int64_t>(b.rope_delta.size())) + " entries for " +

@@ -24,6 +24,7 @@ struct StepLimits {
 struct StepBounds {
   int max_q_len = 0;
   int max_ctx_len = 0;
+  bool unwindowed = false;  // the sliding layers run without their window (prefix_lm_opens_window)
 };
 
 // Checks, in this order: sizes of the arrays agree; n_tokens in [1, max_batch_tokens]; token ids
@@ -53,5 +54,12 @@ Expected<std::vector<int32_t>> check_step_images(const StepBatch& batch, const V
 // of a sequence whose rows begin at position 0 (its whole prompt, by the scheduler's rule) seeing
 // to the sequence's last row; the other sequences' rows keep theirs. Returns [n_tokens].
 std::vector<int32_t> prefix_lm_until(const StepBatch& batch, std::vector<int32_t> until);
+// ModelConfig::prefix_lm with a sliding window (PaliGemma 2): whether the step's sliding layers
+// run without their window. A prompt row sees the whole prompt there too (transformers ORs the
+// prompt's block over the window), so a step holding a prompt longer than the window (rows from
+// position 0 past it) drops the window; every other row of such a step must be at a position below
+// the window, where dropping it changes nothing (the scheduler runs such a prompt alone:
+// SchedulerLimits::prompt_alone_beyond), else invalid_argument.
+Expected<bool> prefix_lm_opens_window(const StepBatch& batch, int window);
 
 }  // namespace brigade

@@ -14,18 +14,18 @@ one repeated id). The tower's position and patch embeddings are drawn large enou
 the Aya Vision fixture's). SiglipImageProcessorPil resizes every image to 16 x 16 (bicubic, whatever
 its aspect: the sources are 40 x 90, 32 x 32 and 70 x 30) and normalizes to [-1, 1]. The text: 2 layers,
 2 heads of 16 over 1 kv head (as MQA in gemma-2b); PaliGemma 2 adds Gemma 2's rules: a sliding
-window of 64 on layer 0 (layer 1 global), sandwich norms, query_pre_attn_scalar 16 and softcaps
+window of 24 on layer 0 (layer 1 global), sandwich norms, query_pre_attn_scalar 16 and softcaps
 small enough to bind (attention 5, logits 10). A byte-level tokenizer with <pad> <eos> <bos> <unk>
 <image> at 0..4 (PaliGemma's pad 0, eos 1, bos 2; <image> inside the vocab).
 
 What these fixtures pin down is PaliGemma's prefix-LM attention: the prompt (image tokens, <bos>,
 the text and its "\n": every token PaliGemmaProcessor returns with token_type_ids 0) attends
 bidirectionally, on PaliGemma 2's sliding layer too (the prefix overrides the window); generated
-tokens attend causally (and within the window on the sliding layer). Every prompt fits the window
-(the longest is 57 tokens), as brigade requires of a prompt on a sliding layer (it bounds a row's
-keys by the window from below, which transformers' prefix overrides: a prompt within the window is
-where both agree); the longest prompt's 12 greedy tokens run past position 64, so the window binds
-in its `decode_logits` and `greedy`. Each case's
+tokens attend causally (and within the window on the sliding layer). Three of paligemma2's four
+prompts (28, 57 and 27 tokens) are longer than its window, so a prompt row there sees keys the window
+alone would hide (brigade runs such a prompt alone in its step, its sliding layers unwindowed); the
+text-only prompt (12 tokens) fits it. The generated tokens run past the window, so it binds in their
+`decode_logits` and `greedy`. Each case's
 `causal_max_diff` is the largest difference between its logits and a plain causal forward of the
 same prompt, so a causal implementation is caught. transformers numbers positions from 1 in
 PaliGemma; RoPE only sees differences, so 0-based positions give the same logits.
@@ -82,7 +82,7 @@ TEXT_COMMON = {"vocab_size": VOCAB, "hidden_size": 32, "intermediate_size": 48, 
                "pad_token_id": PAD, "tie_word_embeddings": True}
 TEXTS = {
     "paligemma": dict(TEXT_COMMON, model_type="gemma", hidden_act="gelu_pytorch_tanh"),
-    "paligemma2": dict(TEXT_COMMON, model_type="gemma2", hidden_activation="gelu_pytorch_tanh", sliding_window=64,
+    "paligemma2": dict(TEXT_COMMON, model_type="gemma2", hidden_activation="gelu_pytorch_tanh", sliding_window=24,
                        layer_types=["sliding_attention", "full_attention"], query_pre_attn_scalar=16,
                        attn_logit_softcapping=5.0, final_logit_softcapping=10.0),
 }

@@ -375,12 +375,15 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
                                      : std::string("no prefix cache"));
   }
   if (mc.prefix_lm) {  // PaliGemma: each prompt whole in one step, from position 0 (SchedulerLimits::prompt_whole)
-    setup.limits.prompt_whole = mc.sliding_window > 0 ? mc.sliding_window : std::numeric_limits<int>::max();
+    setup.limits.prompt_whole = true;
+    // PaliGemma 2: a prompt longer than the sliding window runs alone (the model drops the window for its step).
+    setup.limits.prompt_alone_beyond = std::max(0, mc.sliding_window);
     setup.limits.in_batch_prefix_tokens = 0;  // no prompt shares another's pages
     setup.limits.partial_pages = false;
     spdlog::info("engine: instance '{}': a prompt attends to all of itself, so it runs whole in one step (at most {} "
-                 "tokens) and never from the prefix cache", inst.name,
-                 std::min(setup.limits.prompt_whole, setup.limits.max_step_tokens));
+                 "tokens{}) and never from the prefix cache", inst.name, setup.limits.max_step_tokens,
+                 mc.sliding_window > 0 ? fmt::format("; alone in its step beyond the sliding window of {}", mc.sliding_window)
+                                       : std::string());
   }
   if (res->model->has_vision()) {  // requests with images; the others' images are refused
     const VisionConfig& v = mc.vision;

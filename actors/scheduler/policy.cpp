@@ -22,7 +22,8 @@ Status SchedulerLimits::validate() const {
   if (page_size < 1) return invalid_argument("page_size must be >= 1");
   if (vocab_size < 1) return invalid_argument("vocab_size must be >= 1");
   if (state_snapshots < 0) return invalid_argument("state_snapshots must be >= 0");
-  if (prompt_whole < 0) return invalid_argument("prompt_whole must be >= 0");
+  if (prompt_alone_beyond < 0) return invalid_argument("prompt_alone_beyond must be >= 0");
+  if (prompt_alone_beyond > 0 && !prompt_whole) return invalid_argument("prompt_alone_beyond goes with prompt_whole");
   if (state_snapshots > 0 && (!prefix_cache || partial_pages || in_batch_prefix_tokens > 0 || lower_tiers))
     return invalid_argument("a recurrent model's state snapshots go with the prefix cache alone (no partial pages, "
                             "in-batch prefix sharing or lower tiers)");
@@ -72,12 +73,10 @@ Status SchedulerPolicy::add(SeqRequest request) {
     return invalid_argument("the prompt has " + std::to_string(n_prompt) + " tokens; the model's context is " +
                             std::to_string(limits_.max_context) + " tokens and generation needs at least one more");
   }
-  if (const int most = std::min(limits_.prompt_whole, limits_.max_step_tokens); limits_.prompt_whole > 0 && n_prompt > most) {
+  if (limits_.prompt_whole && n_prompt > limits_.max_step_tokens) {
     return invalid_argument("the prompt has " + std::to_string(n_prompt) + " tokens; this model's prompt attends to "
-                            "all of itself (PaliGemma), so it runs whole in one step of at most " + std::to_string(most) +
-                            (most == limits_.max_step_tokens ? " tokens (max_step_tokens)"
-                                                              : " tokens (its sliding window, which a prompt row must "
-                                                                "see across)"));
+                            "all of itself (PaliGemma), so it runs whole in one step of at most " +
+                            std::to_string(limits_.max_step_tokens) + " tokens (max_step_tokens)");
   }
   for (int32_t typed : request.prompt) {
     const int32_t t = limits_.token_types > 1 ? token_id_part(typed) : typed;
@@ -361,7 +360,7 @@ bool SchedulerPolicy::admit_at(size_t i, PageSource& pages) {
 void SchedulerPolicy::cache_computed(Seq& s, PageSource& pages, bool save) {
   // prompt_whole: a page's KV depends on the whole prompt, not on the tokens its key names, so no
   // other sequence could read it: it is neither kept in the tree nor written to the tiers.
-  if (!cache_ || limits_.prompt_whole > 0) return;
+  if (!cache_ || limits_.prompt_whole) return;
   // (An aborted sequence may have computed a token its last step sampled but it never took.)
   const int n_full = std::min(n_kv_valid(s) / limits_.page_size, s.blocks.n_pages());
   if (n_full <= s.n_cache_checked) {
@@ -617,10 +616,16 @@ void SchedulerPolicy::plan_waiting_whole(PlannedStep& step, std::vector<StepEntr
       continue;
     }
     const int n = chunk_within_images(s, std::min(static_cast<int>(s.tokens.size()) - s.n_scheduled, budget));
-    if (n == 0 || !ensure_pages(s, s.n_scheduled + n, pages)) continue;  // still waits (another took the room)
+    const bool alone = runs_alone(s, n);
+    if (n == 0 || (alone && !step.seqs.empty()) || !ensure_pages(s, s.n_scheduled + n, pages))
+      continue;  // still waits (another took the room)
     s.waits_for_room = false;
     add_work(s, n, step, entries);
     budget -= n;
+    if (alone) {
+      budget = 0;  // nothing joins it
+      return;
+    }
   }
 }
 
@@ -648,10 +653,11 @@ std::optional<PlannedStep> SchedulerPolicy::plan(PageSource& pages) {
       if (it == running_.end() || !wants_chunk(it->second)) continue;
       Seq& s = it->second;
       const int n = chunk_within_images(s, static_cast<int>(s.tokens.size()) - s.n_scheduled);
-      if (n == 0 || (!step.seqs.empty() && n > budget)) continue;
+      const bool alone = runs_alone(s, n);
+      if (n == 0 || (!step.seqs.empty() && (alone || n > budget))) continue;
       if (!ensure_pages(s, s.n_scheduled + n, pages)) continue;
       add_work(s, n, step, entries);
-      budget -= n;
+      budget = alone ? 0 : budget - n;
     }
   }
   const bool prefill_only = !step.seqs.empty();
@@ -669,12 +675,14 @@ std::optional<PlannedStep> SchedulerPolicy::plan(PageSource& pages) {
     Seq& s = it->second;
     const int rest = static_cast<int>(s.tokens.size()) - s.n_scheduled;
     const int n = chunk_within_images(s, std::min(rest, budget));
-    // Cut to nothing by the budget alone (a whole chunk longer than what is left): it goes
-    // first next step.
-    if (n == 0 && budget < rest && chunk_within_images(s, rest) > 0) s.waits_for_room = true;
-    if (n == 0 || !ensure_pages(s, s.n_scheduled + n, pages)) continue;
+    // Cut to nothing by the budget alone (a whole chunk longer than what is left), or one that
+    // runs alone in a step that holds others: it goes first next step.
+    const bool alone = runs_alone(s, n);
+    if ((n == 0 && budget < rest && chunk_within_images(s, rest) > 0) || (alone && !step.seqs.empty()))
+      s.waits_for_room = true;
+    if (n == 0 || (alone && !step.seqs.empty()) || !ensure_pages(s, s.n_scheduled + n, pages)) continue;
     add_work(s, n, step, entries);
-    budget -= n;
+    budget = alone ? 0 : budget - n;
   }
   // A sequence admitted after the decodes whose cache match covers all but its last token (a
   // preempted one whose pages, or state snapshot, stayed cached) has a decode to run, not a

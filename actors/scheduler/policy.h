@@ -182,15 +182,19 @@ struct SchedulerLimits {
   // InternVL: dynamic images (with image_1d) that are columns of tiles of image_tile x image_tile
   // patches: grid_w = image_tile, grid_h a whole number of tiles.
   int image_tile = 0;
-  // PaliGemma (ModelConfig::prefix_lm) when > 0: a prompt attends to all of itself, so it runs
-  // whole in one step from position 0: at most min(prompt_whole, max_step_tokens) tokens (the
-  // instance sets the sliding window here, within which a prompt row's window reaches position 0,
-  // else INT_MAX), refused at submission beyond; never a prefix-cache match or a lower-tier load
-  // (computes_whole_prompt), and its pages are not inserted into the prefix cache (their KV is
-  // not what their tokens alone would give); a recomputed sequence's first chunk ends at its
-  // prompt's end (the model takes a sequence's rows from position 0 as its whole prompt). A
-  // prompt that found no room beside the decodes goes before them in the next step.
-  int prompt_whole = 0;
+  // PaliGemma (ModelConfig::prefix_lm): a prompt attends to all of itself, so it runs whole in one
+  // step from position 0: at most max_step_tokens tokens, refused at submission beyond; never a
+  // prefix-cache match or a lower-tier load (computes_whole_prompt), and its pages are not
+  // inserted into the prefix cache (their KV is not what their tokens alone would give); a
+  // recomputed sequence's first chunk ends at its prompt's end (the model takes a sequence's rows
+  // from position 0 as its whole prompt). A prompt that found no room beside the decodes goes
+  // before them in the next step.
+  bool prompt_whole = false;
+  // > 0 (the instance sets PaliGemma 2's sliding window): a whole prompt longer than this runs
+  // alone in its step. A prompt row sees the whole prompt on the sliding layers too (the prompt's
+  // block overrides the window), which the model computes by running a step with such a prompt
+  // without the window; no other row of the step may then need it.
+  int prompt_alone_beyond = 0;
   bool takes_images() const { return tokens_per_image > 0 || image_merge > 0; }
   bool image_rows() const { return image_break_token >= 0; }
   bool image_mrope() const {
@@ -568,6 +572,8 @@ class SchedulerPolicy {
   // With prompt_whole: the rest of the prompt (its end at most, or 0 to wait) while the prompt is
   // not yet scheduled.
   int chunk_within_images(const Seq& s, int n) const;
+  // A chunk of n tokens that must be the only item of its step (prompt_alone_beyond).
+  bool runs_alone(const Seq& s, int n) const;
   // Plans, before the decodes, the chunks that must run whole and found no room last step
   // (Seq::waits_for_room), so that a steady load of decodes cannot keep them waiting.
   void plan_waiting_whole(PlannedStep& step, std::vector<StepEntry>& entries, int& budget, PageSource& pages);

@@ -157,7 +157,7 @@ Status SchedulerPolicy::find_images(Seq& s) const {
 }
 
 int SchedulerPolicy::chunk_within_images(const Seq& s, int n) const {
-  if (const int prompt = static_cast<int>(s.req.prompt.size()); limits_.prompt_whole > 0 && s.n_scheduled < prompt)
+  if (const int prompt = static_cast<int>(s.req.prompt.size()); limits_.prompt_whole && s.n_scheduled < prompt)
     return n >= prompt - s.n_scheduled ? prompt - s.n_scheduled : 0;
   if (limits_.images_split()) return n;
   const int start = s.n_scheduled, end = start + n;
@@ -166,6 +166,10 @@ int SchedulerPolicy::chunk_within_images(const Seq& s, int n) const {
     if (p < end && end < p + s.image_tokens[k]) return std::max(0, p - start);  // ends inside: stop before it, or wait
   }
   return n;
+}
+
+bool SchedulerPolicy::runs_alone(const Seq& s, int n) const {
+  return limits_.prompt_alone_beyond > 0 && s.n_scheduled == 0 && n > limits_.prompt_alone_beyond;
 }
 
 int SchedulerPolicy::image_safe_prefix(const Seq& s, int n) const {

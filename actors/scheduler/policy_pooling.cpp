@@ -8,7 +8,7 @@
 namespace brigade {
 
 bool SchedulerPolicy::computes_whole_prompt(const Seq& s) const {
-  return s.req.pooling == Pooling::mean || s.req.pooling == Pooling::cls || limits_.prompt_whole > 0;
+  return s.req.pooling == Pooling::mean || s.req.pooling == Pooling::cls || limits_.prompt_whole;
 }
 
 void SchedulerPolicy::plan_pooling(const Seq& s, SeqWorkItem& w, StepEntry& e) const {

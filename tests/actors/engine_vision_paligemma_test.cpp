@@ -5,8 +5,9 @@
 // text's <image> markers are, or first without any; <bos> after the last; "\n" at the end; a
 // text-only prompt <bos> + text + "\n"); the scheduler runs each prompt whole in one step, from
 // position 0, never from the prefix cache, so the prompt attends to all of itself; the generated
-// tokens then follow transformers' (12 of them: past paligemma2's sliding window of 64 for the
-// longest prompt). A prompt no step can hold is refused, naming max_step_tokens.
+// tokens then follow transformers' (12 of them). paligemma2's sliding window (24) is shorter than
+// three of its prompts: each of those runs alone in its step, unwindowed, when the prompts are
+// sent together. A prompt no step can hold is refused, naming max_step_tokens.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 

@@ -1,6 +1,7 @@
 // SchedulerPolicy for a model whose prompt attends to all of itself (PaliGemma,
 // SchedulerLimits::prompt_whole): a prompt runs whole in one step from position 0 or waits for
-// room, a prompt no step can hold (or longer than the sliding window) is refused at submission,
+// room, a prompt no step can hold is refused at submission, one longer than the sliding window
+// (prompt_alone_beyond) runs alone in its step,
 // the prefix cache never serves one, and a recomputed sequence's first chunk ends at its prompt's
 // end so that what it generated is read causally again.
 #include <gtest/gtest.h>
@@ -19,7 +20,8 @@ using testing::PoolSource;
 using testing::prompt_req;
 using testing::range;
 
-SchedulerLimits whole_limits(int window = INT_MAX) {
+// alone_beyond: SchedulerLimits::prompt_alone_beyond (the sliding window of PaliGemma 2).
+SchedulerLimits whole_limits(int alone_beyond = 0) {
   SchedulerLimits l;
   l.max_running = 4;
   l.max_waiting = 8;
@@ -27,7 +29,8 @@ SchedulerLimits whole_limits(int window = INT_MAX) {
   l.max_context = 64;
   l.page_size = 4;
   l.vocab_size = 1000;
-  l.prompt_whole = window;
+  l.prompt_whole = true;
+  l.prompt_alone_beyond = alone_beyond;
   return l;
 }
 
@@ -45,10 +48,55 @@ TEST(SchedulerPolicyPrefixLm, APromptNoStepHoldsIsRefusedNamingTheBound) {
   EXPECT_EQ(st.code(), StatusCode::invalid_argument);
   EXPECT_NE(st.message().find("max_step_tokens"), std::string::npos) << st.message();
   SchedulerPolicy windowed(whole_limits(6), 100);
-  const Status w = windowed.add(prompt_req(3, range(10, 7), 4));
-  EXPECT_EQ(w.code(), StatusCode::invalid_argument);
-  EXPECT_NE(w.message().find("sliding window"), std::string::npos) << w.message();
-  EXPECT_TRUE(windowed.add(prompt_req(4, range(10, 6), 4)).is_ok());
+  EXPECT_TRUE(windowed.add(prompt_req(3, range(10, 8), 4)).is_ok()) << "longer than the window: it runs alone";
+}
+
+// With a window of 5 (prompt_alone_beyond), seq 2's prompt of 6 runs alone in its step: beside
+// seq 1's decode it waits a step, then goes with nothing beside it (the model drops the sliding
+// window for that step, which no other row may need). A prompt within the window (seq 3's 5)
+// runs beside the decodes.
+TEST(SchedulerPolicyPrefixLm, APromptLongerThanTheWindowRunsAlone) {
+  SchedulerPolicy p(whole_limits(5), 100);
+  PoolSource pages(100);
+  ASSERT_TRUE(p.add(prompt_req(1, range(10, 1), 20)).is_ok());
+  auto s1 = p.plan(pages);
+  ASSERT_TRUE(s1);
+  p.complete(s1->step_id, sample(*s1), pages);
+  ASSERT_TRUE(p.add(prompt_req(2, range(100, 6), 3)).is_ok());
+  int alone_at = -1;
+  for (int step = 0; step < 6; ++step) {
+    auto s = p.plan(pages);
+    ASSERT_TRUE(s);
+    for (const auto& w : s->seqs)
+      if (w.seq_id == 2 && w.start_pos == 0) {
+        alone_at = step;
+        EXPECT_EQ(w.tokens.size(), 6u);
+        EXPECT_EQ(s->seqs.size(), 1u) << "alone in its step";
+      }
+    p.complete(s->step_id, sample(*s), pages);
+  }
+  EXPECT_EQ(alone_at, 1) << "beside seq 1's decode first, so it waited one step";
+  ASSERT_TRUE(p.add(prompt_req(3, range(200, 5), 2)).is_ok());
+  auto s = p.plan(pages);
+  ASSERT_TRUE(s);
+  bool beside = false;
+  for (const auto& w : s->seqs) beside = beside || (w.seq_id == 3 && w.start_pos == 0 && s->seqs.size() > 1);
+  EXPECT_TRUE(beside) << "a prompt within the window joins the decodes";
+  // Without chunked prefill (prompts first, then a step of their own) it still runs alone.
+  SchedulerLimits l = whole_limits(5);
+  l.chunked_prefill = false;
+  SchedulerPolicy q(l, 100);
+  ASSERT_TRUE(q.add(prompt_req(4, range(10, 3), 2)).is_ok());
+  ASSERT_TRUE(q.add(prompt_req(5, range(100, 6), 2)).is_ok());
+  auto t1 = q.plan(pages);
+  ASSERT_TRUE(t1);
+  ASSERT_EQ(t1->seqs.size(), 1u);
+  EXPECT_EQ(t1->seqs[0].seq_id, 4u);
+  q.complete(t1->step_id, sample(*t1), pages);
+  auto t2 = q.plan(pages);
+  ASSERT_TRUE(t2);
+  ASSERT_EQ(t2->seqs.size(), 1u) << "the long prompt alone";
+  EXPECT_EQ(t2->seqs[0].seq_id, 5u);
 }
 
 // Seq 1 decodes (a token a step); seq 2's prompt of 8 does not fit the 7 left beside it, so it
@@ -79,7 +127,7 @@ TEST(SchedulerPolicyPrefixLm, APromptRunsWholeOrWaits) {
   }
   EXPECT_TRUE(ran_whole);
   SchedulerLimits chunked = whole_limits();
-  chunked.prompt_whole = 0;
+  chunked.prompt_whole = false;
   SchedulerPolicy q(chunked, 100);
   ASSERT_TRUE(q.add(prompt_req(1, range(10, 3), 3)).is_ok());
   auto t1 = q.plan(pages);
@@ -96,7 +144,7 @@ TEST(SchedulerPolicyPrefixLm, APromptRunsWholeOrWaits) {
 TEST(SchedulerPolicyPrefixLm, ThePrefixCacheNeverServesAPrompt) {
   for (const bool whole : {true, false}) {
     SchedulerLimits l = whole_limits();
-    l.prompt_whole = whole ? INT_MAX : 0;
+    l.prompt_whole = whole;
     l.prefix_cache = true;
     SchedulerPolicy p(l, 64, root_key("m"));
     PoolSource pages(64);
@@ -121,7 +169,7 @@ TEST(SchedulerPolicyPrefixLm, NoLowerTierLoadServesAPrompt) {
   for (const bool whole : {true, false}) {
     SchedulerLimits l = whole_limits();
     l.max_step_tokens = 16;
-    l.prompt_whole = whole ? INT_MAX : 0;
+    l.prompt_whole = whole;
     l.prefix_cache = true;
     l.lower_tiers = true;
     SchedulerPolicy p(l, 64, root_key("m"));

@@ -92,7 +92,7 @@ Seen run_busy(SchedulerPolicy& p, PoolSource& pages, int at) {
 
 TEST(SchedulerPolicyWholeChunks, APromptWholeWaitsOneStepThenGoesBeforeTheDecodes) {
   SchedulerLimits l = busy_limits();
-  l.prompt_whole = INT_MAX;
+  l.prompt_whole = true;
   SchedulerPolicy p(l, 200);
   PoolSource pages(200);
   start_decoders(p, pages);
@@ -135,7 +135,7 @@ TEST(SchedulerPolicyWholeChunks, AFixedSizeImageWaitsOneStepThenGoesBeforeTheDec
 TEST(SchedulerPolicyWholeChunks, APromptWholesPagesStayOutOfThePrefixCache) {
   for (const bool whole : {true, false}) {
     SchedulerLimits l = busy_limits();
-    l.prompt_whole = whole ? INT_MAX : 0;
+    l.prompt_whole = whole;
     l.prefix_cache = true;
     SchedulerPolicy p(l, 64, root_key("m"));
     PoolSource pages(64);

@@ -3,6 +3,7 @@
 // (tests/fixtures/paligemma: a Gemma language model; paligemma2: Gemma 2 with a sliding window and
 // softcaps; written by scripts/make_paligemma_fixtures.py): each image's features
 // (get_image_features' pooler_output) from SiglipImageProcessor's pixel_values, alone and together;
+// paligemma2's window (24) is shorter than three of its prompts, which a step runs unwindowed;
 // the configs, real checkpoints' shapes and bad ones; then the language model with images: every
 // position's logits (the first 32 ids') and the greedy tokens for PaliGemmaProcessor's prompts
 // (the images' runs, <bos>, the text, "\n"), text-only too. The prompt attends to all of itself:
@@ -28,6 +29,7 @@
 #include "models/mapped_file.h"
 #include "models/model_config.h"
 #include "models/paligemma_config.h"
+#include "models/step_check.h"
 
 namespace brigade {
 namespace {
@@ -147,6 +149,50 @@ TEST_P(PaliGemmaModel, APromptCutInChunksIsNotTheModelsReading) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, PaliGemma, ::testing::Values("paligemma", "paligemma2"));
 INSTANTIATE_TEST_SUITE_P(Fixtures, PaliGemmaModel, ::testing::Values("paligemma", "paligemma2"));
+
+// PaliGemma 2's sliding layer (the fixture's window: 24): a prompt row sees the whole prompt there
+// too, so a step holding a prompt longer than the window runs that layer unwindowed (the fixture's
+// three longer prompts match transformers above that way). Any other row of such a step must then
+// sit below the window, where dropping it changes nothing: one past it is refused by name (the
+// scheduler runs such a prompt alone: SchedulerLimits::prompt_alone_beyond).
+TEST(PaliGemma2Window, APromptPastTheWindowRunsOnlyBesideRowsBelowIt) {
+  testing::ImagePrompts prompts;
+  prompts.load({.fixture = "paligemma2", .kind = VisionKind::paligemma,
+                .markers = {.image = read_fixture("paligemma2").image_token}, .max_batch_tokens = 256, .pages = 24},
+               read_images("paligemma2"));
+  ASSERT_TRUE(prompts.loaded());
+  const int window = prompts.model().config().sliding_window;
+  ASSERT_EQ(window, 24);
+  const int per_seq = prompts.pages() / 2;
+  ASSERT_GE(per_seq * prompts.page_size(), 32);
+  auto kv = KvCache::allocate(prompts.backend(), prompts.model().kv_layout(prompts.pages(), prompts.page_size(), DType::f32));
+  ASSERT_TRUE(kv.has_value());
+  const std::vector<int32_t> long_prompt(30, 40);  // text tokens from position 0, past the window
+  for (const int other_at : {window + 2, window - 4}) {
+    const StepBatch b = testing::make_step({{.seq = 0, .tokens = long_prompt}, {.seq = 1, .tokens = {41}, .n_past = other_at}},
+                                           prompts.page_size(), per_seq);
+    auto opens = prefix_lm_opens_window(b, window);
+    auto buf = prompts.backend().allocate(2 * prompts.vocab() * sizeof(float));
+    ASSERT_TRUE(buf.has_value());
+    const Status st = prompts.model().forward(b, *kv, buf->view(DType::f32, {2, static_cast<int64_t>(prompts.vocab())}));
+    if (other_at >= window) {
+      ASSERT_FALSE(opens.has_value());
+      EXPECT_EQ(st.code(), StatusCode::invalid_argument);
+      EXPECT_NE(st.message().find("runs alone in its step"), std::string::npos) << st.message();
+      EXPECT_NE(st.message().find("position " + std::to_string(other_at)), std::string::npos) << st.message();
+    } else {
+      ASSERT_TRUE(opens.has_value());
+      EXPECT_TRUE(*opens);
+      EXPECT_TRUE(st.is_ok()) << st.to_string();
+    }
+  }
+  // Within the window nothing opens; a model without a window never does.
+  const StepBatch within = testing::make_step({{.seq = 0, .tokens = std::vector<int32_t>(window, 40)},
+                                               {.seq = 1, .tokens = {41}, .n_past = 30}},
+                                              prompts.page_size(), per_seq);
+  EXPECT_FALSE(prefix_lm_opens_window(within, window).value());
+  EXPECT_FALSE(prefix_lm_opens_window(within, 0).value());
+}
 
 TEST(PaliGemmaConfig, ReadsTheCheckpointsShapes) {
   // google/paligemma-3b-pt-224's config.json (PaliGemma 1: Gemma 2B's text, SigLIP so400m/14).
