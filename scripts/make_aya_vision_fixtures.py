@@ -31,7 +31,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_fixtures import OUT, ensure_venv, randomize  # noqa: E402
+from make_fixtures import OUT, ensure_venv, enlarge_siglip_embeddings, random_eager_model, save_state  # noqa: E402
 from make_image_fixtures import ensure_pillow  # noqa: E402
 from make_pixtral_fixtures import rounded, write_byte_tokenizer  # noqa: E402
 
@@ -115,23 +115,9 @@ def write_tokenizer(out_dir):
 def build(out_dir):
     import torch
     import transformers
-    from safetensors.torch import save_file
-    (out_dir / "config.json").write_text(json.dumps(CONFIG, indent=2) + "\n")
-    config = transformers.AutoConfig.from_pretrained(out_dir)
-    for c in (config, config.text_config, config.vision_config):
-        c._attn_implementation = "eager"
-    torch.manual_seed(SEED)
-    model = transformers.AyaVisionForConditionalGeneration(config).to(torch.float32).eval()
-    randomize(model, SEED)
-    g = torch.Generator().manual_seed(SEED + 1)
-    with torch.no_grad():  # positions and patch projection large enough to matter
-        emb = model.model.vision_tower.embeddings
-        emb.position_embedding.weight.copy_(torch.randn(emb.position_embedding.weight.shape, generator=g))
-        w = emb.patch_embedding.weight
-        w.copy_(torch.randn(w.shape, generator=g) * w[0].numel() ** -0.5)
-    state = {k: v.contiguous() for k, v in model.state_dict().items() if k != "lm_head.weight"}
-    save_file(state, str(out_dir / "model.safetensors"), metadata={"format": "pt"})
-    (out_dir / "model.safetensors").chmod(0o644)
+    model = random_eager_model(out_dir, CONFIG, transformers.AyaVisionForConditionalGeneration, SEED)
+    enlarge_siglip_embeddings(model.model.vision_tower.embeddings, torch.Generator().manual_seed(SEED + 1))
+    save_state(model, out_dir, drop=("lm_head.weight",))
     return model
 
 

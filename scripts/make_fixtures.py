@@ -1342,6 +1342,43 @@ def deepseek_v3_config(**kw):
                          "mscale": 1.0, "mscale_all_dim": 0.7}, **kw)
 
 
+def random_eager_model(out_dir, config_json, model_cls, seed):
+    """Writes config_json as out_dir/config.json, reads it back with AutoConfig (eager attention in
+    it and its text / vision sub-configs) and builds model_cls on it in float32, eval mode, with
+    randomize's weights for the seed (torch's global seed set to it first)."""
+    import json
+    import torch
+    import transformers
+    (out_dir / "config.json").write_text(json.dumps(config_json, indent=2) + "\n")
+    config = transformers.AutoConfig.from_pretrained(out_dir)
+    for c in (config, config.text_config, config.vision_config):
+        c._attn_implementation = "eager"
+    torch.manual_seed(seed)
+    model = model_cls(config).to(torch.float32).eval()
+    randomize(model, seed)
+    return model
+
+
+def enlarge_siglip_embeddings(embeddings, g):
+    """A SigLIP tower's position embeddings N(0, 1) and patch projection N(0, 1/fan_in), drawn from
+    g: large enough that an image's patches and their places matter to its features."""
+    import torch
+    with torch.no_grad():
+        embeddings.position_embedding.weight.copy_(torch.randn(embeddings.position_embedding.weight.shape, generator=g))
+        w = embeddings.patch_embedding.weight
+        w.copy_(torch.randn(w.shape, generator=g) * w[0].numel() ** -0.5)
+
+
+def save_state(model, out_dir, drop=()):
+    """Writes model.state_dict() (less the names in drop: a tied lm_head.weight) as
+    out_dir/model.safetensors, contiguous, mode 0644; returns the state written."""
+    from safetensors.torch import save_file
+    state = {k: v.contiguous() for k, v in model.state_dict().items() if k not in drop}
+    save_file(state, str(out_dir / "model.safetensors"), metadata={"format": "pt"})
+    (out_dir / "model.safetensors").chmod(0o644)
+    return state
+
+
 def randomize(model, seed):
     """Replaces every parameter with values large enough that logits differ clearly per token:
     matrices ~ N(0, 1/fan_in), biases ~ N(0, 0.1), norm weights 1 + N(0, 0.1) (N(0, 0.1) for

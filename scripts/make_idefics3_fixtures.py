@@ -38,7 +38,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_fixtures import OUT, ensure_venv, randomize  # noqa: E402
+from make_fixtures import OUT, ensure_venv, enlarge_siglip_embeddings, random_eager_model, save_state  # noqa: E402
 from make_image_fixtures import ensure_pillow  # noqa: E402
 from make_pixtral_fixtures import rounded, write_byte_tokenizer  # noqa: E402
 
@@ -147,25 +147,10 @@ def write_tokenizer(out_dir):
 def build(name, out_dir):
     import torch
     import transformers
-    (out_dir / "config.json").write_text(json.dumps(config_of(name), indent=2) + "\n")
-    config = transformers.AutoConfig.from_pretrained(out_dir)
-    for c in (config, config.text_config, config.vision_config):
-        c._attn_implementation = "eager"
     seed = VARIANTS[name]["seed"]
-    torch.manual_seed(seed)
-    cls = getattr(transformers, VARIANTS[name]["arch"])
-    model = cls(config).to(torch.float32).eval()
-    randomize(model, seed)
-    g = torch.Generator().manual_seed(seed + 1)
-    with torch.no_grad():  # positions and patch projection large enough to matter
-        emb = model.model.vision_model.embeddings
-        emb.position_embedding.weight.copy_(torch.randn(emb.position_embedding.weight.shape, generator=g))
-        w = emb.patch_embedding.weight
-        w.copy_(torch.randn(w.shape, generator=g) * w[0].numel() ** -0.5)
-    from safetensors.torch import save_file
-    state = {k: v.contiguous() for k, v in model.state_dict().items()}
-    save_file(state, str(out_dir / "model.safetensors"), metadata={"format": "pt"})
-    (out_dir / "model.safetensors").chmod(0o644)
+    model = random_eager_model(out_dir, config_of(name), getattr(transformers, VARIANTS[name]["arch"]), seed)
+    enlarge_siglip_embeddings(model.model.vision_model.embeddings, torch.Generator().manual_seed(seed + 1))
+    save_state(model, out_dir)
     return model
 
 

@@ -43,7 +43,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_fixtures import INTERNLM_AUTO_MAP, OUT, ensure_venv, internlm2_state, randomize  # noqa: E402
+from make_fixtures import INTERNLM_AUTO_MAP, OUT, ensure_venv, internlm2_state, random_eager_model, save_state  # noqa: E402
 from make_image_fixtures import ensure_pillow  # noqa: E402
 from make_pixtral_fixtures import rounded, write_byte_tokenizer  # noqa: E402
 
@@ -151,14 +151,7 @@ def write_tokenizer(out_dir):
 def build(name, out_dir):
     import torch
     import transformers
-    from safetensors.torch import save_file
-    (out_dir / "config.json").write_text(json.dumps(config_of(name), indent=2) + "\n")
-    config = transformers.AutoConfig.from_pretrained(out_dir)
-    for c in (config, config.text_config, config.vision_config):
-        c._attn_implementation = "eager"
-    torch.manual_seed(SEED)
-    model = transformers.InternVLForConditionalGeneration(config).to(torch.float32).eval()
-    randomize(model, SEED)
+    model = random_eager_model(out_dir, config_of(name), transformers.InternVLForConditionalGeneration, SEED)
     g = torch.Generator().manual_seed(SEED + 1)
     with torch.no_grad():  # layer scales, class token and positions large enough to matter
         tower = model.model.vision_tower
@@ -169,11 +162,7 @@ def build(name, out_dir):
         for layer in tower.encoder.layer:
             layer.lambda_1.copy_(0.5 + torch.rand(layer.lambda_1.shape, generator=g))
             layer.lambda_2.copy_(0.5 + torch.rand(layer.lambda_2.shape, generator=g))
-    state = {k: v.contiguous() for k, v in model.state_dict().items()}
-    if config.tie_word_embeddings:
-        state.pop("lm_head.weight", None)
-    save_file(state, str(out_dir / "model.safetensors"), metadata={"format": "pt"})
-    (out_dir / "model.safetensors").chmod(0o644)
+    save_state(model, out_dir, drop=("lm_head.weight",) if model.config.tie_word_embeddings else ())
     return model
 
 

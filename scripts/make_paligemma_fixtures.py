@@ -58,7 +58,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_fixtures import OUT, ensure_venv, randomize  # noqa: E402
+from make_fixtures import OUT, ensure_venv, enlarge_siglip_embeddings, random_eager_model, save_state  # noqa: E402
 from make_image_fixtures import ensure_pillow  # noqa: E402
 from make_pixtral_fixtures import rounded, write_byte_tokenizer  # noqa: E402
 
@@ -150,30 +150,18 @@ def write_tokenizer(out_dir):
 def build(out_dir, name):
     import torch
     import transformers
-    from safetensors.torch import save_file
-    (out_dir / "config.json").write_text(json.dumps(config_for(name), indent=2) + "\n")
-    config = transformers.AutoConfig.from_pretrained(out_dir)
-    assert config.text_config.use_bidirectional_attention is True  # PaliGemmaConfig's default for both
-    for c in (config, config.text_config, config.vision_config):
-        c._attn_implementation = "eager"
-    torch.manual_seed(SEED)
-    model = transformers.PaliGemmaForConditionalGeneration(config).to(torch.float32).eval()
-    randomize(model, SEED)
+    model = random_eager_model(out_dir, config_for(name), transformers.PaliGemmaForConditionalGeneration, SEED)
+    assert model.config.text_config.use_bidirectional_attention is True  # PaliGemmaConfig's default for both
     g = torch.Generator().manual_seed(SEED + 1)
-    with torch.no_grad():  # positions and patch projection large enough to matter
-        emb = model.model.vision_tower.embeddings
-        emb.position_embedding.weight.copy_(torch.randn(emb.position_embedding.weight.shape, generator=g))
-        w = emb.patch_embedding.weight
-        w.copy_(torch.randn(w.shape, generator=g) * w[0].numel() ** -0.5)
+    enlarge_siglip_embeddings(model.model.vision_tower.embeddings, g)
+    with torch.no_grad():
         # Text embeddings N(0, EMBED_STD^2): times sqrt(32) they are as large as the image features
         # (N(0, 1) would drown them and the context, and with tied embeddings each token would
         # predict itself).
         tok = model.model.language_model.embed_tokens.weight
         tok.copy_(torch.randn(tok.shape, generator=g) * EMBED_STD)
     assert model.lm_head.weight.data_ptr() == model.model.language_model.embed_tokens.weight.data_ptr()
-    state = {k: v.contiguous() for k, v in model.state_dict().items() if k != "lm_head.weight"}
-    save_file(state, str(out_dir / "model.safetensors"), metadata={"format": "pt"})
-    (out_dir / "model.safetensors").chmod(0o644)
+    state = save_state(model, out_dir, drop=("lm_head.weight",))
     print(f"{name}: model.safetensors tensors:")
     for k, v in state.items():
         print(f"  {k} {list(v.shape)}")
