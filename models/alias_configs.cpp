@@ -33,12 +33,9 @@ Status refuse_set(const json& j, std::initializer_list<const char*> keys, const 
   return Status::ok();
 }
 
-// The rest of Glm4MoeForCausalLM's config for a model with Llama's attention over GLM-4.5's experts:
-// no q/k norms, no MTP layers, whole heads rotated unless the config names a partial factor
-// (Glm4MoeConfig's default 0.5 is not theirs), `theta` where no rope_theta is given.
-void as_glm4_moe(json& j, double theta) {
-  j["use_qk_norm"] = false;
-  j["num_nextn_predict_layers"] = 0;
+// Named Glm4MoeForCausalLM, whole heads rotated unless the config names a partial factor
+// (Glm4MoeConfig's default 0.5 is not the aliases'), `theta` where no rope_theta is given.
+void to_glm4_moe(json& j, double theta) {
   bool partial = j.contains("partial_rotary_factor");
   for (const char* key : {"rope_parameters", "rope_scaling"})
     if (auto it = j.find(key); it != j.end() && it->is_object() && it->contains("partial_rotary_factor")) partial = true;
@@ -47,6 +44,14 @@ void as_glm4_moe(json& j, double theta) {
   if (!j.contains("rope_theta") && !(rope != j.end() && rope->is_object() && rope->contains("rope_theta"))) j["rope_theta"] = theta;
   j["architectures"] = json::array({"Glm4MoeForCausalLM"});
   j["model_type"] = "glm4_moe";
+}
+
+// The rest of Glm4MoeForCausalLM's config for a model with Llama's attention over GLM-4.5's experts:
+// no q/k norms, no MTP layers (to_glm4_moe's rotation and theta).
+void as_glm4_moe(json& j, double theta) {
+  j["use_qk_norm"] = false;
+  j["num_nextn_predict_layers"] = 0;
+  to_glm4_moe(j, theta);
 }
 
 Status iquestcoder(json& j) {
@@ -115,15 +120,78 @@ Status minicpm5_moe(json& j) {
   return Status::ok();
 }
 
+// BharatGen Param2 MoE: Param2MoeConfig over Glm4MoeConfig, which transformers runs as
+// Glm4MoeForCausalLM: q/k norms on, whole heads rotated, theta 5e5 and Param2MoeConfig's other
+// defaults where absent, and the checkpoints' own names for the expert counts and the q/k/v bias
+// (its attribute_map).
+Status param2moe(json& j) {
+  for (const auto& [theirs, ours] : {std::pair<const char*, const char*>{"num_experts", "n_routed_experts"},
+                                     {"num_local_experts", "n_routed_experts"}, {"num_shared_experts", "n_shared_experts"},
+                                     {"use_qkv_bias", "attention_bias"}, {"num_mtp_layers", "num_nextn_predict_layers"}})
+    if (auto it = j.find(theirs); it != j.end() && !j.contains(ours)) j[ours] = *it;
+  for (const auto& [key, value] :
+       {std::pair<const char*, json>{"vocab_size", 128000}, {"hidden_size", 2048}, {"intermediate_size", 9216},
+        {"num_hidden_layers", 21}, {"num_attention_heads", 32}, {"head_dim", 64}, {"max_position_embeddings", 32768},
+        {"rms_norm_eps", 1e-6}, {"tie_word_embeddings", true}, {"moe_intermediate_size", 2048},
+        {"num_experts_per_tok", 6}, {"n_shared_experts", 2}, {"n_routed_experts", 64}, {"routed_scaling_factor", 2.5},
+        {"use_qk_norm", true}, {"num_nextn_predict_layers", 0}, {"pad_token_id", 0}, {"eos_token_id", 3}})
+    default_to(j, key, value);
+  to_glm4_moe(j, 500000.0);  // Glm4MoeConfig's defaults for the rest (its reader's); Param2MoeConfig's default_theta
+  return Status::ok();
+}
+
 }  // namespace
 
 Status apply_alias_config(json& j) {
   if (names(j, "IQuestCoderForCausalLM", "iquestcoder")) return iquestcoder(j);
   if (names(j, "SolarOpenForCausalLM", "solar_open")) return solar_open(j);
+  // (the checkpoints' class, transformers' spelling, or Glm4MoeForCausalLM over a param2moe config,
+  // which transformers reads with Param2MoeConfig's defaults)
+  if (config_model_type(j) == "param2moe" ||
+      config_names_class(j, {"Param2MoEForCausalLM", "Param2MoeForCausalLM"}, {"param2moe"}))
+    return param2moe(j);
   // (its first configs' spelling, which MiniCPM5MoeConfig renames)
   if (names(j, "MiniCPM5MoeForCausalLM", "minicpm5_moe") || config_architecture(j) == "MiniCPM5MoEForCausalLM")
     return minicpm5_moe(j);
   return Status::ok();
+}
+
+bool has_sarvam_layout(const std::map<std::string, RawTensor>& tensors) {
+  return tensors.contains("model.word_embeddings.weight");
+}
+
+Expected<std::map<std::string, RawTensor>> sarvam_layout_tensors(const ModelConfig& c,
+                                                                 std::map<std::string, RawTensor> tensors) {
+  static constexpr std::pair<const char*, const char*> kRenames[] = {
+      {"model.word_embeddings.", "model.embed_tokens."}, {".attention.dense.", ".self_attn.o_proj."},
+      {".attention.query_layernorm.", ".self_attn.q_norm."}, {".attention.key_layernorm.", ".self_attn.k_norm."},
+      {".mlp.gate.expert_bias", ".mlp.gate.e_score_correction_bias"}};
+  const int64_t q_rows = int64_t{c.n_heads} * c.head_dim, kv_rows = int64_t{c.n_kv_heads} * c.head_dim;
+  std::map<std::string, RawTensor> out;
+  std::vector<std::vector<uint8_t>> unused;  // single row ranges: views, never copies
+  static constexpr std::string_view kFused = ".attention.query_key_value.";
+  for (auto& [stored, t] : tensors) {
+    std::string name = renamed(stored, kRenames);
+    const size_t fused = name.find(kFused);
+    if (fused == std::string::npos) {
+      t.name = name;
+      out.insert_or_assign(name, std::move(t));
+      continue;
+    }
+    const bool weight = name.ends_with(".weight");
+    if (t.block_quantized() || t.shape.empty() || t.shape[0] != q_rows + 2 * kv_rows ||
+        t.shape.size() != (weight ? 2u : 1u) || (weight && t.shape[1] != c.hidden_size))
+      return corrupt(t.file + ": tensor '" + stored + "' is " + t.type_name() + " " + t.shape_string() +
+                     "; query_key_value needs " + std::to_string(q_rows + 2 * kv_rows) + " rows (q " +
+                     std::to_string(q_rows) + ", then k and v " + std::to_string(kv_rows) + " each)" +
+                     (weight ? " by hidden " + std::to_string(c.hidden_size) : "") + " of one element type");
+    const std::string head = name.substr(0, fused) + ".self_attn.", tail = name.substr(fused + kFused.size());
+    const std::pair<const char*, RowRange> parts[] = {
+        {"q_proj.", {0, q_rows}}, {"k_proj.", {q_rows, kv_rows}}, {"v_proj.", {q_rows + kv_rows, kv_rows}}};
+    for (const auto& [part, range] : parts)
+      out.insert_or_assign(head + part + tail, take_rows(t, {range}, head + part + tail, unused));
+  }
+  return out;
 }
 
 Expected<std::map<std::string, RawTensor>> split_q_gate_proj(const ModelConfig& c, std::map<std::string, RawTensor> tensors,

@@ -10,6 +10,10 @@
 //     Glm4MoeForCausalLM with first_k_dense_replace 0, no q/k norms, whole heads rotated unless
 //     partial_rotary_factor says otherwise, no MTP layers, SolarOpenConfig's defaults
 //     (num_local_experts is n_routed_experts' other name);
+//   Param2MoEForCausalLM (param2moe: BharatGen Param2-17B-A2.4B; Param2MoeConfig over Glm4MoeConfig,
+//     which transformers runs as Glm4MoeForCausalLM, and so does brigade): Param2MoeConfig's
+//     defaults (q/k norms on, whole heads rotated, theta 5e5, its shape) and its attribute_map's
+//     names (num_experts, num_shared_experts, use_qkv_bias, num_mtp_layers);
 //   MiniCPM5MoeForCausalLM (minicpm5_moe: OpenBMB MiniCPM 5 MoE; MiniCPM5MoeConfig over Glm4MoeConfig):
 //     DeepSeek-V3's / GLM-4.5's experts (sigmoid routing with the selection bias, groups, shared
 //     experts, routed_scaling_factor) on the layers mlp_layer_types calls sparse, a SwiGLU on the
@@ -42,5 +46,17 @@ Status apply_alias_config(nlohmann::json& j);
 // shape or a quantized one.
 Expected<std::map<std::string, RawTensor>> split_q_gate_proj(const ModelConfig& c, std::map<std::string, RawTensor> tensors,
                                                              std::vector<std::vector<uint8_t>>& arena);
+
+// Param2 MoE's checkpoints (and Sarvam MoE's, whose names transformers shares with them): their
+// original names as Glm4MoeForCausalLM's (transformers' conversion mapping for param2moe):
+// model.word_embeddings -> model.embed_tokens, .attention. -> .self_attn., dense -> o_proj,
+// query_layernorm / key_layernorm -> q_norm / k_norm, mlp.gate.expert_bias ->
+// mlp.gate.e_score_correction_bias, and the fused query_key_value (weight and bias: q rows, then
+// k's, then v's) split into q_proj, k_proj and v_proj (views, no copies). Applied when the
+// checkpoint holds model.word_embeddings.weight; other tensors pass through. corrupt, naming the
+// tensor, for a query_key_value of another shape or a block-quantized one.
+bool has_sarvam_layout(const std::map<std::string, RawTensor>& tensors);
+Expected<std::map<std::string, RawTensor>> sarvam_layout_tensors(const ModelConfig& c,
+                                                                 std::map<std::string, RawTensor> tensors);
 
 }  // namespace brigade

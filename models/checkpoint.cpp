@@ -101,6 +101,9 @@ Status Checkpoint::open_directory() {
     BRIGADE_ASSIGN_OR_RETURN(tensors_, chatglm_tensors(int64_t{config_.n_heads} * config_.head_dim,
                                                        int64_t{config_.n_kv_heads} * config_.head_dim, std::move(tensors_)));
   }
+  if (config_.arch == "glm4_moe" && has_sarvam_layout(tensors_)) {  // Param2 MoE's names (models/alias_configs.h)
+    BRIGADE_ASSIGN_OR_RETURN(tensors_, sarvam_layout_tensors(config_, std::move(tensors_)));
+  }
   if (config_.arch == "glm4_moe" && config_.attn_gate) {  // MiniCPM 5's q|gate per head (models/alias_configs.h)
     BRIGADE_ASSIGN_OR_RETURN(tensors_, split_q_gate_proj(config_, std::move(tensors_), derived_));
   }

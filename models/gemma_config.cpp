@@ -72,7 +72,7 @@ Status read_rope_by_layer_type(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
-bool is_gemma(const std::string& arch) { return arch == "gemma2" || arch == "gemma3_text"; }
+bool is_gemma(const std::string& arch) { return arch == "gemma2" || arch == "gemma3_text" || arch == "vaultgemma"; }
 
 bool is_gemma3_multimodal(const json& j) {
   return config_names_class(j, {"Gemma3ForConditionalGeneration"}, {"gemma3"});
@@ -144,7 +144,9 @@ Status read_gemma(const json& j, ModelConfig& c) {
                        "brigade runs causal decoders");
   c.mlp_activation = MlpActivation::gelu_tanh;
   c.norm_offset = 1.0f;
-  c.sandwich_norms = true;
+  // VaultGemma: Gemma 2 without the post-attention and post-feedforward norms (input_layernorm
+  // and pre_feedforward_layernorm before each block, as Llama's two).
+  c.sandwich_norms = c.arch != "vaultgemma";
   c.embed_scale = std::sqrt(static_cast<float>(c.hidden_size));
   c.qk_norm = c.arch == "gemma3_text";
   float query_pre_attn_scalar = 256.0f;
@@ -152,7 +154,7 @@ Status read_gemma(const json& j, ModelConfig& c) {
   if (!(query_pre_attn_scalar > 0.0f) || !std::isfinite(query_pre_attn_scalar))
     return invalid_argument("config.json: query_pre_attn_scalar must be a positive number");
   c.attn_scale = static_cast<float>(std::pow(static_cast<double>(query_pre_attn_scalar), -0.5));
-  const bool gemma2 = c.arch == "gemma2";
+  const bool gemma2 = c.arch == "gemma2" || c.arch == "vaultgemma";  // VaultGemmaConfig is Gemma2Config
   // Absent fields take the config classes' defaults (null = none).
   c.attn_softcap = !j.contains("attn_logit_softcapping") && gemma2 ? 50.0f : 0.0f;
   c.final_softcap = !j.contains("final_logit_softcapping") && gemma2 ? 30.0f : 0.0f;

@@ -329,6 +329,9 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
   } else if (c.post_norms) {  // OLMo 2, EXAONE 4: each block's output normed, nothing before it
     BRIGADE_ASSIGN_OR_RETURN(layer.post_attn_norm, norm("post_attention_layernorm.weight", hidden));
     BRIGADE_ASSIGN_OR_RETURN(layer.post_mlp_norm, norm("post_feedforward_layernorm.weight", hidden));
+  } else if (c.arch == "vaultgemma") {  // VaultGemmaDecoderLayer: Gemma 2's first and third norms only
+    BRIGADE_ASSIGN_OR_RETURN(layer.attn_norm, norm("input_layernorm.weight", hidden));
+    BRIGADE_ASSIGN_OR_RETURN(layer.mlp_norm, norm("pre_feedforward_layernorm.weight", hidden));
   } else if (c.arch == "apertus") {  // ApertusDecoderLayer's names for Llama's two
     BRIGADE_ASSIGN_OR_RETURN(layer.attn_norm, norm("attention_layernorm.weight", hidden));
     BRIGADE_ASSIGN_OR_RETURN(layer.mlp_norm, norm("feedforward_layernorm.weight", hidden));

@@ -79,6 +79,7 @@ std::string llama_variant_arch(const std::string& class_name, const std::string&
       {"Llama4ForCausalLM", "llama4_text"},       {"MiniMaxM2ForCausalLM", "minimax_m2"},
       {"CohereForCausalLM", "cohere"},            {"Cohere2ForCausalLM", "cohere2"},
       {"Dots1ForCausalLM", "dots1"},              {"Ministral3ForCausalLM", "ministral3"},
+      {"MinistralForCausalLM", "ministral"},
       {"PhimoeForCausalLM", "phimoe"},            {"PhiMoEForCausalLM", "phimoe"},  // transformers', the Hub's
       {"AfmoeForCausalLM", "afmoe"},              {"ArceeForCausalLM", "arcee"},
       {"GemmaForCausalLM", "gemma"},              {"Starcoder2ForCausalLM", "starcoder2"},  // classic_decoders_config.h
@@ -114,6 +115,25 @@ Status read_clip_qkv(const json& j, ModelConfig& c) {
 }  // namespace
 
 Status read_exaone_sliding_layers(const json& j, ModelConfig& c) { return read_sliding_layers(j, c, 4); }
+
+namespace {
+
+// Ministral (MinistralForCausalLM): MinistralAttention is Qwen2's without biases (q/k/v and o bare,
+// whatever attention_bias says, as transformers builds it); MistralConfig's window (4096; null:
+// none) on the layers layer_types calls sliding, every layer without layer_types.
+Status read_ministral(const json& j, ModelConfig& c) {
+  BRIGADE_RETURN_IF_ERROR(require_act(j, c, "silu"));
+  c.qkv_bias = c.o_bias = false;
+  c.sliding_window = 4096;
+  if (auto it = j.find("sliding_window"); it != j.end() && it->is_null()) c.sliding_window = 0;
+  else BRIGADE_RETURN_IF_ERROR(read_int(j, "sliding_window", c.sliding_window, false));
+  if (c.sliding_window < 0) return invalid_argument("config.json: sliding_window must be >= 0 or null");
+  c.sliding_layers.clear();  // every layer slides
+  if (auto it = j.find("layer_types"); it != j.end() && !it->is_null()) return read_layer_types(j, c, 1);
+  return Status::ok();
+}
+
+}  // namespace
 
 Status require_act(const json& j, const ModelConfig& c, const char* want) {
   std::string act = want;
@@ -551,6 +571,7 @@ Status read_llama_variant(const json& j, ModelConfig& c) {
   if (c.arch == "mimo_v2_flash" || c.arch == "exaone_moe") return read_mimo_exaone(j, c);  // models/mimo_exaone_config.h
   if (is_classic_decoder(c.arch)) return read_classic_decoder(j, c);  // models/classic_decoders_config.h
   if (c.arch == "ministral3") return read_llama4_scaling_beta(j, c);
+  if (c.arch == "ministral") return read_ministral(j, c);
   if (c.arch == "dots1") return read_dots1_attention(j, c);
   if (c.arch == "cohere" || c.arch == "cohere2") return read_cohere(j, c);
   if (c.arch == "llama4_text") return read_llama4(j, c);

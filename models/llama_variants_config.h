@@ -37,6 +37,9 @@
 //   ministral3 (Ministral3ForCausalLM, and Mistral3ForConditionalGeneration's language model when
 //     its text_config is one: Ministral 3, Devstral Small 2): Mistral's layer with YaRN and a query
 //     temperature on every layer after RoPE (read_llama4_scaling_beta);
+//   ministral (MinistralForCausalLM, transformers' Ministral type: Ministral-8B-Instruct-2410):
+//     Mistral's layer without biases, its window on the layers layer_types calls sliding
+//     (read_ministral);
 //   phimoe (PhimoeForCausalLM, Microsoft Phi-3.5-MoE): Mixtral's layer under biased LayerNorms, a
 //     biased lm_head, longrope scaled by short_/long_mscale, sparsemixer routing (read_phimoe,
 //     models/phimoe_config.h);

@@ -68,7 +68,7 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& b
   // glm4_moe (GLM-4.5/4.6) qwen2's biases or qwen3's norms, half-rotated heads and DeepSeek-V3's
   // sigmoid-routed experts with a shared one.
   if (arch == "llama" || arch == "qwen2" || arch == "qwen3" || arch == "qwen3_moe" || arch == "qwen2_moe" ||
-      arch == "mixtral" || arch == "phi3" || arch == "gemma2" || arch == "gemma3_text" || arch == "gpt_oss" ||
+      arch == "mixtral" || arch == "phi3" || arch == "gemma2" || arch == "vaultgemma" || arch == "gemma3_text" || arch == "gpt_oss" ||
       arch == "glm4_moe" || arch == "smollm3" || arch == "granite" || arch == "granitemoe" ||
       arch == "granitemoeshared" || is_llama_variant(arch))  // and OLMo 2 / 3, EXAONE 4,
     return load_llama(*checkpoint, backend, options);  // GLM-4, Seed-OSS, ERNIE 4.5, Hunyuan (llama_variants_config.h)

@@ -43,7 +43,7 @@ constexpr const char* kSupported =
     "DeepseekV2ForCausalLM (deepseek_v2), DeepseekV3ForCausalLM (deepseek_v3), Mistral4ForCausalLM (mistral4), "
     "Glm4MoeLiteForCausalLM (glm4_moe_lite), DeepseekV32ForCausalLM (deepseek_v32), GlmMoeDsaForCausalLM (glm_moe_dsa), "
     "Phi3ForCausalLM (phi3), "
-    "Gemma2ForCausalLM (gemma2), Gemma3ForCausalLM (gemma3_text), Gemma3ForConditionalGeneration (gemma3: its "
+    "Gemma2ForCausalLM (gemma2), VaultGemmaForCausalLM (vaultgemma), Gemma3ForCausalLM (gemma3_text), Gemma3ForConditionalGeneration (gemma3: its "
     "language model), Gemma3nForCausalLM (gemma3n_text), Gemma3nForConditionalGeneration (gemma3n: its language "
     "model), Gemma4ForCausalLM (gemma4_text), Gemma4ForConditionalGeneration (gemma4: its language model), GptOssForCausalLM (gpt_oss), Glm4MoeForCausalLM (glm4_moe), Qwen2VLForConditionalGeneration "
     "(qwen2_vl), Qwen2_5_VLForConditionalGeneration (qwen2_5_vl); encoders: BertModel (bert), RobertaModel "
@@ -54,7 +54,7 @@ constexpr const char* kSupported =
     "Qwen3NextForCausalLM (qwen3_next), Qwen3_5ForCausalLM (qwen3_5_text), Qwen3_5MoeForCausalLM (qwen3_5_moe_text), "
     "Lfm2ForCausalLM (lfm2), Lfm2MoeForCausalLM (lfm2_moe), FalconH1ForCausalLM (falcon_h1), KimiLinearForCausalLM (kimi_linear), LongcatFlashForCausalLM (longcat_flash), MiniMaxForCausalLM (minimax), SmolLM3ForCausalLM "
     "(smollm3), GraniteForCausalLM (granite), GraniteMoeForCausalLM (granitemoe), GraniteMoeSharedForCausalLM "
-    "(granitemoeshared), YoutuForCausalLM (youtu), MiniCPM3ForCausalLM (minicpm3), IQuestCoderForCausalLM (as llama), SolarOpenForCausalLM and MiniCPM5MoeForCausalLM (as glm4_moe), CwmForCausalLM (cwm), DbrxForCausalLM (dbrx), InternLM2ForCausalLM (internlm2), InternLM3ForCausalLM (internlm3), MiniCPMForCausalLM (minicpm), OlmoForCausalLM (olmo), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
+    "(granitemoeshared), YoutuForCausalLM (youtu), MiniCPM3ForCausalLM (minicpm3), IQuestCoderForCausalLM (as llama), SolarOpenForCausalLM, MiniCPM5MoeForCausalLM and Param2MoEForCausalLM (param2moe; as glm4_moe), MinistralForCausalLM (ministral), CwmForCausalLM (cwm), DbrxForCausalLM (dbrx), InternLM2ForCausalLM (internlm2), InternLM3ForCausalLM (internlm3), MiniCPMForCausalLM (minicpm), OlmoForCausalLM (olmo), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
     "(exaone4), Glm4ForCausalLM (glm4), GlmForCausalLM (glm; also the remote-code ChatGLMModel layout), HeliumForCausalLM (helium), SeedOssForCausalLM (seed_oss), Ernie4_5ForCausalLM (ernie4_5), "
     "HunYuanDenseV1ForCausalLM (hunyuan_v1_dense), HunYuanMoEV1ForCausalLM (hunyuan_v1_moe), OlmoeForCausalLM (olmoe), ApertusForCausalLM (apertus), "
     "Ernie4_5_MoeForCausalLM (ernie4_5_moe), "
@@ -121,6 +121,7 @@ Expected<std::string> detect_arch(const json& j, bool& seq_cls) {
   if (arch_name == "MiniCPM3ForCausalLM" || (arch_name.empty() && model_type == "minicpm3")) return std::string("minicpm3");
   if (arch_name == "Phi3ForCausalLM") return std::string("phi3");
   if (arch_name == "Gemma2ForCausalLM") return std::string("gemma2");
+  if (arch_name == "VaultGemmaForCausalLM") return std::string("vaultgemma");
   if (arch_name == "Gemma3ForCausalLM") return std::string("gemma3_text");
   if (arch_name == "GptOssForCausalLM") return std::string("gpt_oss");
   if (arch_name == "Glm4MoeForCausalLM") return std::string("glm4_moe");
@@ -136,7 +137,7 @@ Expected<std::string> detect_arch(const json& j, bool& seq_cls) {
     if (model_type == "llama" || model_type == "mistral") return std::string("llama");
     if (model_type == "qwen2" || model_type == "qwen3" || model_type == "qwen3_moe" || model_type == "qwen2_moe" ||
         model_type == "mixtral" ||
-        model_type == "deepseek_v2" || model_type == "deepseek_v3" || model_type == "phi3" || model_type == "gemma2" ||
+        model_type == "deepseek_v2" || model_type == "deepseek_v3" || model_type == "phi3" || model_type == "gemma2" || model_type == "vaultgemma" ||
         model_type == "gemma3_text" || model_type == "gpt_oss" || model_type == "glm4_moe" ||
         model_type == "qwen3_next" || model_type == "qwen3_5_text" || model_type == "qwen3_5_moe_text" ||
         model_type == "smollm3" || model_type == "granite" || model_type == "granitemoe" ||

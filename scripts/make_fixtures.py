@@ -910,6 +910,27 @@ def fixtures():
             num_key_value_heads=2, attn_layer_indices=[1], mamba_n_heads=8, mamba_n_groups=2, mamba_d_state=16,
             mamba_d_head=16, mamba_d_conv=4, mamba_expand=2, mamba_chunk_size=16, rms_norm_eps=1e-5,
             max_position_embeddings=256, bos_token_id=1, eos_token_id=2, pad_token_id=0, tie_word_embeddings=False)),
+        # Ministral (MinistralForCausalLM, mistralai/Ministral-8B-Instruct-2410 in transformers' own
+        # type): Mistral's layer (no biases; Qwen2's module names) with per-layer windows from
+        # layer_types: 8 on layers 0 and 2, layers 1 and 3 full, so the 40-token prompt crosses it.
+        "ministral": ("MinistralConfig", "MinistralForCausalLM", base_config(
+            num_hidden_layers=4, head_dim=16, sliding_window=8, pad_token_id=0,
+            layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"])),
+        # Google VaultGemma (VaultGemmaForCausalLM, google/vaultgemma-1b): Gemma 2 without the
+        # post-attention and post-feedforward norms (input_layernorm before the attention,
+        # pre_feedforward_layernorm before the MLP), its softcaps and alternating windows.
+        "vaultgemma": ("VaultGemmaConfig", "VaultGemmaForCausalLM", gemma_config(
+            attn_logit_softcapping=2.0, final_logit_softcapping=3.0,
+            layer_types=["sliding_attention", "full_attention", "sliding_attention"])),
+        # BharatGen Param2 MoE (Param2MoeForCausalLM, bharatgenai/Param2-17B-A2.4B-Thinking): GLM-4.5's
+        # layout (layer 0 dense, then sigmoid-routed experts in groups with the selection bias, shared
+        # experts) under Param2MoeConfig's defaults: q/k norms on, whole heads rotated, theta 5e5, and
+        # its own names for the expert counts (num_experts, num_shared_experts, use_qkv_bias).
+        "param2moe": ("Param2MoeConfig", "Glm4MoeForCausalLM", dict(
+            vocab_size=256, hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4,
+            num_key_value_heads=2, head_dim=16, max_position_embeddings=256, num_experts=8, num_experts_per_tok=2,
+            moe_intermediate_size=32, num_shared_experts=1, n_group=2, topk_group=1, use_qkv_bias=True,
+            bos_token_id=1, eos_token_id=2, pad_token_id=0, tie_word_embeddings=False)),
     }
 
 
@@ -1119,6 +1140,34 @@ def make_iquestcoder(name, config_cls, model_cls, kw, seed):
     assert c["model_type"] == "iquestcoder"
     c["architectures"] = ["IQuestCoderForCausalLM"]
     path.write_text(json.dumps(c, indent=2, sort_keys=True) + "\n")
+
+
+def make_param2moe(name, config_cls, model_cls, kw, seed):
+    """make() (transformers runs model_type param2moe as Glm4MoeForCausalLM), its config.json then
+    written as the bharatgenai checkpoints' are: their class name, their names for the expert counts
+    and the q/k/v bias (num_experts, num_shared_experts, use_qkv_bias), and without the fields whose
+    Param2MoeConfig defaults differ from Glm4MoeConfig's (use_qk_norm true, partial_rotary_factor
+    1.0, rope_theta 5e5), so a reader must apply Param2's. Checked: transformers reads the written
+    file back to the same logits."""
+    import torch
+    import transformers
+    make(name, config_cls, model_cls, kw, seed)
+    path = OUT / name / "config.json"
+    c = json.loads(path.read_text())
+    assert c["model_type"] == "param2moe" and c["use_qk_norm"] is True
+    assert c["rope_parameters"] == {"partial_rotary_factor": 1.0, "rope_theta": 500000.0, "rope_type": "default"}
+    c["architectures"] = ["Param2MoEForCausalLM"]
+    for ours, theirs in (("n_routed_experts", "num_experts"), ("n_shared_experts", "num_shared_experts"),
+                         ("attention_bias", "use_qkv_bias")):
+        c[theirs] = c.pop(ours)
+    for key in ("use_qk_norm", "rope_parameters"):
+        del c[key]
+    path.write_text(json.dumps(c, indent=2, sort_keys=True) + "\n")
+    ids = torch.tensor([prompts_for(kw["vocab_size"])[2]])
+    with torch.no_grad():
+        a = transformers.AutoModelForCausalLM.from_pretrained(OUT / name, dtype=torch.float32).eval()(ids).logits
+    b = new_model(config_cls, model_cls, kw, seed)(ids).logits
+    assert torch.allclose(a, b, atol=1e-5), "the rewritten config.json reads back as the same model"
 
 
 def exaone_hub_config(d, model):
@@ -1474,7 +1523,7 @@ def make(name, config_cls, model_cls, kw, seed, model=None):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("nanochat", "cwm", "iquestcoder", "solar", "minicpm", "youtu", "bamba", "deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone", "gpt")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("nanochat", "cwm", "iquestcoder", "solar", "minicpm", "youtu", "bamba", "deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "ministral", "vaultgemma", "param2moe", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone", "gpt")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 
@@ -2067,7 +2116,7 @@ def main():
                      "deepseek_v32": make_dsa, "glm_moe_dsa": make_dsa,
                      **{n: make_internlm for n in ("internlm2", "internlm2_bias", "internlm3")},
                      "chatglm": make_chatglm, "minicpm": make_minicpm, "minicpm_longrope": make_minicpm,
-                     "iquestcoder": make_iquestcoder}.get(name, make)
+                     "iquestcoder": make_iquestcoder, "param2moe": make_param2moe}.get(name, make)
             maker(name, config_cls, model_cls, kw, 1000 + seed)
     if not names or "gpt_oss_mxfp4" in names:  # from the gpt_oss fixture written above
         make_gpt_oss_mxfp4()

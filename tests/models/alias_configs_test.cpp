@@ -1,7 +1,7 @@
-// Architectures read as another's config (models/alias_configs.h): IQuest-Coder as Llama, Solar Open
-// and MiniCPM 5 MoE as GLM-4.5's MoE, with their defaults and refusals; and CWM's and Youtu-LLM's
-// defaults. The logits against
-// transformers are HfFixture's iquestcoder, solar_open, minicpm5_moe, cwm and youtu
+// Architectures read as another's config (models/alias_configs.h): IQuest-Coder as Llama, Solar Open,
+// MiniCPM 5 MoE and Param2 MoE as GLM-4.5's MoE, with their defaults and refusals; and CWM's,
+// Ministral's and Youtu-LLM's defaults. The logits against
+// transformers are HfFixture's iquestcoder, solar_open, minicpm5_moe, param2moe, cwm, ministral and youtu
 // (tests/models/hf_fixture_test.cpp).
 #include <gtest/gtest.h>
 
@@ -56,6 +56,58 @@ TEST(AliasConfigs, SolarOpenIsGlm45sExpertsBehindLlamasAttention) {
                  {{[](nlohmann::json& j) { j["first_k_dense_replace"] = 1; }, "first_k_dense_replace"},
                   {[](nlohmann::json& j) { j["use_qk_norm"] = true; }, "use_qk_norm"},
                   {[](nlohmann::json& j) { j["num_nextn_predict_layers"] = 1; }, "num_nextn_predict_layers"}});
+}
+
+// Param2 MoE: the fixture's config.json is written as the bharatgenai checkpoints' (their class and
+// names, without use_qk_norm, partial_rotary_factor and rope_theta), so Param2MoeConfig's defaults
+// apply; Glm4MoeForCausalLM over model_type param2moe reads the same (transformers' own saves).
+TEST(AliasConfigs, Param2MoeIsGlm45WithItsOwnDefaultsAndNames) {
+  const nlohmann::json fixture = fixture_config("param2moe");
+  ASSERT_FALSE(fixture.contains("use_qk_norm"));
+  for (const char* cls : {"Param2MoEForCausalLM", "Glm4MoeForCausalLM"}) {
+    nlohmann::json j = fixture;
+    j["architectures"] = {cls};
+    auto c = parse_hf_config(j.dump());
+    ASSERT_TRUE(c.has_value()) << cls << ": " << c.status().to_string();
+    EXPECT_EQ(c->arch, "glm4_moe") << cls;
+    EXPECT_TRUE(c->qk_norm) << cls;
+    EXPECT_EQ(c->rope_dims(), c->head_dim) << cls << ": whole heads rotated";
+    EXPECT_FLOAT_EQ(c->rope_theta, 500000.0f) << cls;
+    EXPECT_EQ(c->n_experts, 8) << cls << ": num_experts";
+    EXPECT_EQ(c->n_shared_experts, 1) << cls << ": num_shared_experts";
+    EXPECT_TRUE(c->qkv_bias) << cls << ": use_qkv_bias";
+    EXPECT_EQ(c->first_k_dense_replace, 1) << cls;
+  }
+  auto d = parse_hf_config(nlohmann::json{{"model_type", "param2moe"}}.dump());  // Param2MoeConfig's shape
+  ASSERT_TRUE(d.has_value()) << d.status().to_string();
+  EXPECT_EQ(d->n_layers, 21);
+  EXPECT_EQ(d->hidden_size, 2048);
+  EXPECT_EQ(d->n_experts, 64);
+  EXPECT_EQ(d->n_shared_experts, 2);
+  EXPECT_EQ(d->n_experts_per_tok, 6);
+  EXPECT_TRUE(d->tie_embeddings);
+}
+
+// Ministral: MistralConfig's window on every layer without layer_types, none when null.
+TEST(AliasConfigs, MinistralWindowsAndDefaults) {
+  auto c = parse_hf_config(fixture_config("ministral").dump());
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "ministral");
+  EXPECT_EQ(c->sliding_window, 8);
+  EXPECT_EQ(c->sliding_layers, (std::vector<bool>{true, false, true, false}));
+  EXPECT_FALSE(c->qkv_bias);
+  nlohmann::json all = fixture_config("ministral");
+  all.erase("layer_types");
+  all.erase("sliding_window");
+  auto d = parse_hf_config(all.dump());
+  ASSERT_TRUE(d.has_value()) << d.status().to_string();
+  EXPECT_EQ(d->sliding_window, 4096) << "MistralConfig's default";
+  for (int l = 0; l < d->n_layers; ++l) EXPECT_EQ(d->layer_window(l), 4096) << "layer " << l;
+  all["sliding_window"] = nullptr;
+  d = parse_hf_config(all.dump());
+  ASSERT_TRUE(d.has_value()) << d.status().to_string();
+  EXPECT_EQ(d->layer_window(0), 0);
+  testing::expect_config_refused(fixture_config("ministral"), {{[](nlohmann::json& j) { j["hidden_act"] = "gelu"; }, "hidden_act"}});
 }
 
 TEST(AliasConfigs, CwmWindowsAndDefaults) {

@@ -62,7 +62,8 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                                            "gpt_neox", "gpt_neox_sequential", "gptj", "gpt2", "gpt_bigcode",
                                            "gpt_bigcode_mha", "internlm2", "internlm2_bias", "internlm3",
                                            "chatglm", "minicpm", "minicpm_longrope", "cwm", "iquestcoder",
-                                           "solar_open", "minicpm5_moe", "youtu", "minicpm3", "nanochat"));
+                                           "solar_open", "minicpm5_moe", "youtu", "minicpm3", "nanochat",
+                                           "ministral", "vaultgemma", "param2moe"));
 
 // FP8 checkpoints in the Hub's layouts, dequantized at load (scripts/make_fp8_fixtures.py): quant_method
 // fp8 with 32x32 blocks (Qwen3-FP8; GLM-4.5-FP8's experts too) and with 24x40 blocks partial at the tail (DeepSeek-V3),
@@ -417,6 +418,14 @@ TEST(HfFixtureConfig, LlamaVariantsPiecesMoveTheLogits) {
   EXPECT_GT(max_diff_with_rules("minicpm3", [](ModelConfig& c) { c.embedding_multiplier = 1.0f; }), 100 * kLogitTol);
   EXPECT_GT(max_diff_with_rules("minicpm3", [](ModelConfig& c) { c.logits_scaling = 1.0f; }), 100 * kLogitTol);
   EXPECT_GT(max_diff_with_rules("minicpm3", [](ModelConfig& c) { c.rope_style = RopeStyle::interleaved; }), 100 * kLogitTol);
+  // Ministral's windows (layers 0 and 2; none: every layer full, or all: every layer sliding) and
+  // VaultGemma's missing post-norms (Gemma 2's four norms read its two as the post ones) each matter.
+  EXPECT_GT(max_diff_with_config("ministral", [](nlohmann::json& j) { j["sliding_window"] = nullptr; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("ministral", [](nlohmann::json& j) { j.erase("layer_types"); }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_rules("vaultgemma", [](ModelConfig& c) { c.attn_softcap = 0.0f; }), 100 * kLogitTol);
+  // Param2 rotates whole heads and norms q and k by default: Glm4MoeConfig's defaults would move the logits.
+  EXPECT_GT(max_diff_with_config("param2moe", [](nlohmann::json& j) { j["partial_rotary_factor"] = 0.5; }),
+            100 * kLogitTol);
   // Solar Open rotates whole heads: Glm4MoeConfig's half would move the logits.
   EXPECT_GT(max_diff_with_config("solar_open", [](nlohmann::json& j) { j["partial_rotary_factor"] = 0.5; }),
             100 * kLogitTol);
