@@ -120,23 +120,70 @@ Status minicpm5_moe(json& j) {
   return Status::ok();
 }
 
-// BharatGen Param2 MoE: Param2MoeConfig over Glm4MoeConfig, which transformers runs as
-// Glm4MoeForCausalLM: q/k norms on, whole heads rotated, theta 5e5 and Param2MoeConfig's other
-// defaults where absent, and the checkpoints' own names for the expert counts and the q/k/v bias
-// (its attribute_map).
-Status param2moe(json& j) {
+// The original configs' names for fields the config classes read under others (the attribute_map
+// of Param2MoeConfig, SarvamMoEConfig and SarvamMLAConfig), where the other is absent.
+void original_names(json& j) {
   for (const auto& [theirs, ours] : {std::pair<const char*, const char*>{"num_experts", "n_routed_experts"},
                                      {"num_local_experts", "n_routed_experts"}, {"num_shared_experts", "n_shared_experts"},
                                      {"use_qkv_bias", "attention_bias"}, {"num_mtp_layers", "num_nextn_predict_layers"}})
     if (auto it = j.find(theirs); it != j.end() && !j.contains(ours)) j[ours] = *it;
+}
+
+// BharatGen Param2 MoE and Sarvam MoE: config classes over Glm4MoeConfig, which transformers runs as
+// Glm4MoeForCausalLM: q/k norms on and whole heads rotated, each class's shape and RoPE base
+// where absent, Glm4MoeConfig's defaults for the rest (its reader's), the checkpoints' own names.
+Status glm4_moe_original(json& j, std::initializer_list<std::pair<const char*, json>> defaults, double theta) {
+  original_names(j);
+  for (const auto& [key, value] : defaults) default_to(j, key, value);
+  to_glm4_moe(j, theta);
+  return Status::ok();
+}
+
+Status param2moe(json& j) {
+  return glm4_moe_original(
+      j,
+      {{"vocab_size", 128000}, {"hidden_size", 2048}, {"intermediate_size", 9216}, {"num_hidden_layers", 21},
+       {"num_attention_heads", 32}, {"head_dim", 64}, {"max_position_embeddings", 32768}, {"rms_norm_eps", 1e-6},
+       {"tie_word_embeddings", true}, {"moe_intermediate_size", 2048}, {"num_experts_per_tok", 6},
+       {"n_shared_experts", 2}, {"n_routed_experts", 64}, {"routed_scaling_factor", 2.5}, {"use_qk_norm", true},
+       {"num_nextn_predict_layers", 0}, {"pad_token_id", 0}, {"eos_token_id", 3}},
+      500000.0);  // Param2MoeConfig's default_theta
+}
+
+Status sarvam_moe(json& j) {
+  return glm4_moe_original(
+      j,
+      {{"vocab_size", 262144}, {"intermediate_size", 8192}, {"num_hidden_layers", 19}, {"num_attention_heads", 64},
+       {"num_key_value_heads", 4}, {"head_dim", 64}, {"rms_norm_eps", 1e-6}, {"moe_intermediate_size", 1024},
+       {"num_experts_per_tok", 6}, {"routed_scaling_factor", 2.5}, {"use_qk_norm", true},
+       {"num_nextn_predict_layers", 0}, {"pad_token_id", 0}, {"eos_token_id", 1}},
+      8000000.0);  // SarvamMoEConfig's default_theta
+}
+
+// Sarvam MLA (sarvam-105b): SarvamMLAConfig over DeepseekV3Config, run as DeepseekV3ForCausalLM.
+// Its original format: head_dim (kv_lora_rank + qk_rope_head_dim, for vLLM's MLA) and q_head_dim
+// dropped (transformers derives both), rope_scaling of type deepseek_yarn read as yarn; its names
+// for the expert counts; SarvamMLAConfig's defaults (one group, layer 0 dense, no q_lora_rank,
+// the 105B's shape) where absent, DeepseekV3Config's for the rest.
+Status sarvam_mla(json& j) {
+  original_names(j);
+  j.erase("head_dim");
+  j.erase("q_head_dim");
+  for (const char* key : {"rope_scaling", "rope_parameters"})
+    if (auto it = j.find(key); it != j.end() && it->is_object())
+      for (const char* type : {"type", "rope_type"})
+        if (auto t = it->find(type); t != it->end() && *t == "deepseek_yarn") {
+          it->erase("type");
+          (*it)["rope_type"] = "yarn";
+          break;
+        }
   for (const auto& [key, value] :
-       {std::pair<const char*, json>{"vocab_size", 128000}, {"hidden_size", 2048}, {"intermediate_size", 9216},
-        {"num_hidden_layers", 21}, {"num_attention_heads", 32}, {"head_dim", 64}, {"max_position_embeddings", 32768},
-        {"rms_norm_eps", 1e-6}, {"tie_word_embeddings", true}, {"moe_intermediate_size", 2048},
-        {"num_experts_per_tok", 6}, {"n_shared_experts", 2}, {"n_routed_experts", 64}, {"routed_scaling_factor", 2.5},
-        {"use_qk_norm", true}, {"num_nextn_predict_layers", 0}, {"pad_token_id", 0}, {"eos_token_id", 3}})
+       {std::pair<const char*, json>{"vocab_size", 262144}, {"hidden_size", 4096}, {"intermediate_size", 16384},
+        {"num_hidden_layers", 32}, {"num_attention_heads", 64}, {"n_routed_experts", 128}, {"q_lora_rank", nullptr},
+        {"n_group", 1}, {"topk_group", 1}, {"first_k_dense_replace", 1}, {"num_nextn_predict_layers", 0}})
     default_to(j, key, value);
-  to_glm4_moe(j, 500000.0);  // Glm4MoeConfig's defaults for the rest (its reader's); Param2MoeConfig's default_theta
+  j["architectures"] = json::array({"DeepseekV3ForCausalLM"});
+  j["model_type"] = "deepseek_v3";
   return Status::ok();
 }
 
@@ -150,6 +197,12 @@ Status apply_alias_config(json& j) {
   if (config_model_type(j) == "param2moe" ||
       config_names_class(j, {"Param2MoEForCausalLM", "Param2MoeForCausalLM"}, {"param2moe"}))
     return param2moe(j);
+  if (config_model_type(j) == "sarvam_moe" ||
+      config_names_class(j, {"SarvamMoEForCausalLM", "SarvamMoeForCausalLM"}, {"sarvam_moe"}))
+    return sarvam_moe(j);
+  if (config_model_type(j) == "sarvam_mla" ||
+      config_names_class(j, {"SarvamMLAForCausalLM", "SarvamMlaForCausalLM"}, {"sarvam_mla"}))
+    return sarvam_mla(j);
   // (its first configs' spelling, which MiniCPM5MoeConfig renames)
   if (names(j, "MiniCPM5MoeForCausalLM", "minicpm5_moe") || config_architecture(j) == "MiniCPM5MoEForCausalLM")
     return minicpm5_moe(j);

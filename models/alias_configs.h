@@ -14,6 +14,12 @@
 //     which transformers runs as Glm4MoeForCausalLM, and so does brigade): Param2MoeConfig's
 //     defaults (q/k norms on, whole heads rotated, theta 5e5, its shape) and its attribute_map's
 //     names (num_experts, num_shared_experts, use_qkv_bias, num_mtp_layers);
+//   SarvamMoEForCausalLM (sarvam_moe: sarvamai/sarvam-30b; SarvamMoEConfig over Glm4MoeConfig, run as
+//     Glm4MoeForCausalLM): as Param2 MoE with SarvamMoEConfig's defaults (theta 8e6);
+//   SarvamMLAForCausalLM (sarvam_mla: sarvamai/sarvam-105b; SarvamMLAConfig over DeepseekV3Config,
+//     run as DeepseekV3ForCausalLM): its original format read as transformers does (head_dim and
+//     q_head_dim dropped, deepseek_yarn as yarn, num_experts / num_shared_experts) under
+//     SarvamMLAConfig's defaults (one expert group, layer 0 dense, no q_lora_rank);
 //   MiniCPM5MoeForCausalLM (minicpm5_moe: OpenBMB MiniCPM 5 MoE; MiniCPM5MoeConfig over Glm4MoeConfig):
 //     DeepSeek-V3's / GLM-4.5's experts (sigmoid routing with the selection bias, groups, shared
 //     experts, routed_scaling_factor) on the layers mlp_layer_types calls sparse, a SwiGLU on the

@@ -931,6 +931,20 @@ def fixtures():
             num_key_value_heads=2, head_dim=16, max_position_embeddings=256, num_experts=8, num_experts_per_tok=2,
             moe_intermediate_size=32, num_shared_experts=1, n_group=2, topk_group=1, use_qkv_bias=True,
             bos_token_id=1, eos_token_id=2, pad_token_id=0, tie_word_embeddings=False)),
+        # Sarvam MoE (SarvamMoEForCausalLM, sarvamai/sarvam-30b): Param2's layout and names under
+        # SarvamMoEConfig's defaults (q/k norms, whole heads rotated, theta 8e6).
+        "sarvam_moe": ("SarvamMoEConfig", "Glm4MoeForCausalLM", dict(
+            vocab_size=256, hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4,
+            num_key_value_heads=2, head_dim=16, max_position_embeddings=256, num_experts=8, num_experts_per_tok=2,
+            moe_intermediate_size=32, num_shared_experts=1, n_group=1, topk_group=1, use_qkv_bias=False,
+            bos_token_id=1, eos_token_id=2, pad_token_id=0, tie_word_embeddings=False)),
+        # Sarvam MLA (sarvamai/sarvam-105b): DeepSeek-V3's MLA and experts (q_lora_rank null, one
+        # group, layer 0 dense) under SarvamMLAConfig; config.json written in its original format
+        # (head_dim = kv_lora_rank + qk_rope_head_dim, q_head_dim, num_experts, num_shared_experts).
+        "sarvam_mla": ("SarvamMLAConfig", "DeepseekV3ForCausalLM", {
+            k: v for k, v in deepseek_config(vocab_size=256, q_lora_rank=None, num_experts=8, num_shared_experts=1,
+                                             norm_topk_prob=True, routed_scaling_factor=2.5, pad_token_id=0).items()
+            if k not in ("n_routed_experts", "n_shared_experts")}),
     }
 
 
@@ -1142,21 +1156,27 @@ def make_iquestcoder(name, config_cls, model_cls, kw, seed):
     path.write_text(json.dumps(c, indent=2, sort_keys=True) + "\n")
 
 
-def make_param2moe(name, config_cls, model_cls, kw, seed):
-    """make() (transformers runs model_type param2moe as Glm4MoeForCausalLM), its config.json then
-    written as the bharatgenai checkpoints' are: their class name, their names for the expert counts
-    and the q/k/v bias (num_experts, num_shared_experts, use_qkv_bias), and without the fields whose
-    Param2MoeConfig defaults differ from Glm4MoeConfig's (use_qk_norm true, partial_rotary_factor
-    1.0, rope_theta 5e5), so a reader must apply Param2's. Checked: transformers reads the written
-    file back to the same logits."""
+# The original checkpoints' classes and default RoPE bases of the GLM-4.5-shaped aliases whose
+# config.json make_original_config rewrites.
+ORIGINAL_CLASSES = {"param2moe": ("Param2MoEForCausalLM", 500000.0), "sarvam_moe": ("SarvamMoEForCausalLM", 8000000.0)}
+
+
+def make_original_config(name, config_cls, model_cls, kw, seed):
+    """make() (transformers runs model_type param2moe and sarvam_moe as Glm4MoeForCausalLM), its
+    config.json then written as the original checkpoints' are: their class name, their names for
+    the expert counts and the q/k/v bias (num_experts, num_shared_experts, use_qkv_bias), and
+    without the fields whose config class defaults differ from Glm4MoeConfig's (use_qk_norm true,
+    partial_rotary_factor 1.0, the RoPE base), so a reader must apply theirs. Checked: transformers
+    reads the written file back to the same logits."""
     import torch
     import transformers
     make(name, config_cls, model_cls, kw, seed)
     path = OUT / name / "config.json"
     c = json.loads(path.read_text())
-    assert c["model_type"] == "param2moe" and c["use_qk_norm"] is True
-    assert c["rope_parameters"] == {"partial_rotary_factor": 1.0, "rope_theta": 500000.0, "rope_type": "default"}
-    c["architectures"] = ["Param2MoEForCausalLM"]
+    cls, theta = ORIGINAL_CLASSES[name]
+    assert c["model_type"] == name and c["use_qk_norm"] is True
+    assert c["rope_parameters"] == {"partial_rotary_factor": 1.0, "rope_theta": theta, "rope_type": "default"}
+    c["architectures"] = [cls]
     for ours, theirs in (("n_routed_experts", "num_experts"), ("n_shared_experts", "num_shared_experts"),
                          ("attention_bias", "use_qkv_bias")):
         c[theirs] = c.pop(ours)
@@ -1164,6 +1184,32 @@ def make_param2moe(name, config_cls, model_cls, kw, seed):
         del c[key]
     path.write_text(json.dumps(c, indent=2, sort_keys=True) + "\n")
     ids = torch.tensor([prompts_for(kw["vocab_size"])[2]])
+    with torch.no_grad():
+        a = transformers.AutoModelForCausalLM.from_pretrained(OUT / name, dtype=torch.float32).eval()(ids).logits
+    b = new_model(config_cls, model_cls, kw, seed)(ids).logits
+    assert torch.allclose(a, b, atol=1e-5), "the rewritten config.json reads back as the same model"
+
+
+def make_sarvam_mla(name, config_cls, model_cls, kw, seed):
+    """make(), its config.json then in sarvam-105b's original format: SarvamMLAForCausalLM, head_dim
+    as kv_lora_rank + qk_rope_head_dim (what vLLM's MLA read), q_head_dim, num_experts and
+    num_shared_experts, and without n_group, topk_group and first_k_dense_replace (SarvamMLAConfig's
+    defaults, 1 each, not DeepseekV3Config's). Checked: transformers reads it back to the same logits."""
+    import torch
+    import transformers
+    make(name, config_cls, model_cls, kw, seed)
+    path = OUT / name / "config.json"
+    c = json.loads(path.read_text())
+    assert c["model_type"] == "sarvam_mla" and c["n_group"] == c["topk_group"] == c["first_k_dense_replace"] == 1
+    c["architectures"] = ["SarvamMLAForCausalLM"]
+    c["head_dim"] = c["kv_lora_rank"] + c["qk_rope_head_dim"]
+    c["q_head_dim"] = c["qk_nope_head_dim"] + c["qk_rope_head_dim"]
+    c["num_experts"] = c.pop("n_routed_experts")
+    c["num_shared_experts"] = c.pop("n_shared_experts")
+    for key in ("n_group", "topk_group", "first_k_dense_replace"):
+        del c[key]
+    path.write_text(json.dumps(c, indent=2, sort_keys=True) + "\n")
+    ids = torch.tensor([PROMPTS[2]])
     with torch.no_grad():
         a = transformers.AutoModelForCausalLM.from_pretrained(OUT / name, dtype=torch.float32).eval()(ids).logits
     b = new_model(config_cls, model_cls, kw, seed)(ids).logits
@@ -1523,7 +1569,7 @@ def make(name, config_cls, model_cls, kw, seed, model=None):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("nanochat", "cwm", "iquestcoder", "solar", "minicpm", "youtu", "bamba", "deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "ministral", "vaultgemma", "param2moe", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone", "gpt")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("nanochat", "cwm", "iquestcoder", "solar", "minicpm", "youtu", "bamba", "deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "ministral", "vaultgemma", "param2moe", "sarvam", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone", "gpt")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 
@@ -2116,7 +2162,8 @@ def main():
                      "deepseek_v32": make_dsa, "glm_moe_dsa": make_dsa,
                      **{n: make_internlm for n in ("internlm2", "internlm2_bias", "internlm3")},
                      "chatglm": make_chatglm, "minicpm": make_minicpm, "minicpm_longrope": make_minicpm,
-                     "iquestcoder": make_iquestcoder, "param2moe": make_param2moe}.get(name, make)
+                     "iquestcoder": make_iquestcoder, "param2moe": make_original_config,
+                     "sarvam_moe": make_original_config, "sarvam_mla": make_sarvam_mla}.get(name, make)
             maker(name, config_cls, model_cls, kw, 1000 + seed)
     if not names or "gpt_oss_mxfp4" in names:  # from the gpt_oss fixture written above
         make_gpt_oss_mxfp4()

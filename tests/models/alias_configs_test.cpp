@@ -88,6 +88,41 @@ TEST(AliasConfigs, Param2MoeIsGlm45WithItsOwnDefaultsAndNames) {
   EXPECT_TRUE(d->tie_embeddings);
 }
 
+// Sarvam MoE: Param2's layout and names under SarvamMoEConfig's defaults (theta 8e6); Sarvam MLA:
+// DeepSeek-V3 from its original format (head_dim and q_head_dim dropped, deepseek_yarn read as
+// yarn) under SarvamMLAConfig's defaults (one group, layer 0 dense, no q_lora_rank).
+TEST(AliasConfigs, SarvamMoeAndMlaReadTheirOriginalConfigs) {
+  auto m = parse_hf_config(fixture_config("sarvam_moe").dump());
+  ASSERT_TRUE(m.has_value()) << m.status().to_string();
+  EXPECT_EQ(m->arch, "glm4_moe");
+  EXPECT_TRUE(m->qk_norm);
+  EXPECT_FLOAT_EQ(m->rope_theta, 8000000.0f);
+  EXPECT_EQ(m->rope_dims(), m->head_dim);
+  EXPECT_EQ(m->n_experts, 8);
+  auto bare = parse_hf_config(nlohmann::json{{"model_type", "sarvam_moe"}, {"hidden_size", 4096}}.dump());
+  ASSERT_TRUE(bare.has_value()) << bare.status().to_string();
+  EXPECT_EQ(bare->n_layers, 19);
+  EXPECT_EQ(bare->n_kv_heads, 4);
+  EXPECT_EQ(bare->n_experts_per_tok, 6);
+  const nlohmann::json mla = fixture_config("sarvam_mla");
+  ASSERT_EQ(mla.at("head_dim"), 40) << "the original format's kv_lora_rank + qk_rope_head_dim";
+  auto d = parse_hf_config(mla.dump());
+  ASSERT_TRUE(d.has_value()) << d.status().to_string();
+  EXPECT_EQ(d->arch, "deepseek_v3");
+  EXPECT_EQ(d->n_experts, 8);
+  EXPECT_EQ(d->n_shared_experts, 1);
+  EXPECT_EQ(d->n_group, 1);
+  EXPECT_EQ(d->topk_group, 1);
+  EXPECT_EQ(d->first_k_dense_replace, 1);
+  nlohmann::json yarn = mla;
+  yarn.erase("rope_parameters");
+  yarn["rope_scaling"] = {{"type", "deepseek_yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 64},
+                          {"beta_fast", 32.0}, {"beta_slow", 1.0}, {"mscale", 1.0}, {"mscale_all_dim", 1.0}};
+  auto y = parse_hf_config(yarn.dump());
+  ASSERT_TRUE(y.has_value()) << y.status().to_string();
+  EXPECT_EQ(y->rope_scaling.type, RopeScalingType::yarn) << "deepseek_yarn is YaRN";
+}
+
 // Ministral: MistralConfig's window on every layer without layer_types, none when null.
 TEST(AliasConfigs, MinistralWindowsAndDefaults) {
   auto c = parse_hf_config(fixture_config("ministral").dump());
