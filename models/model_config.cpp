@@ -54,7 +54,7 @@ constexpr const char* kSupported =
     "Qwen3NextForCausalLM (qwen3_next), Qwen3_5ForCausalLM (qwen3_5_text), Qwen3_5MoeForCausalLM (qwen3_5_moe_text), "
     "Lfm2ForCausalLM (lfm2), Lfm2MoeForCausalLM (lfm2_moe), FalconH1ForCausalLM (falcon_h1), KimiLinearForCausalLM (kimi_linear), LongcatFlashForCausalLM (longcat_flash), MiniMaxForCausalLM (minimax), SmolLM3ForCausalLM "
     "(smollm3), GraniteForCausalLM (granite), GraniteMoeForCausalLM (granitemoe), GraniteMoeSharedForCausalLM "
-    "(granitemoeshared), YoutuForCausalLM (youtu), MiniCPM3ForCausalLM (minicpm3), IQuestCoderForCausalLM (as llama), SolarOpenForCausalLM, MiniCPM5MoeForCausalLM, Param2MoEForCausalLM (param2moe) and SarvamMoEForCausalLM (sarvam_moe; as glm4_moe), SarvamMLAForCausalLM (sarvam_mla; as deepseek_v3), MinistralForCausalLM (ministral), CwmForCausalLM (cwm), DbrxForCausalLM (dbrx), InternLM2ForCausalLM (internlm2), InternLM3ForCausalLM (internlm3), MiniCPMForCausalLM (minicpm), OlmoForCausalLM (olmo), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
+    "(granitemoeshared), GraniteSWAForCausalLM (granite_swa), GraniteMoeSWAForCausalLM (granitemoe_swa), YoutuForCausalLM (youtu), MiniCPM3ForCausalLM (minicpm3), IQuestCoderForCausalLM (as llama), SolarOpenForCausalLM, MiniCPM5MoeForCausalLM, Param2MoEForCausalLM (param2moe) and SarvamMoEForCausalLM (sarvam_moe; as glm4_moe), SarvamMLAForCausalLM (sarvam_mla; as deepseek_v3), MinistralForCausalLM (ministral), CwmForCausalLM (cwm), DbrxForCausalLM (dbrx), InternLM2ForCausalLM (internlm2), InternLM3ForCausalLM (internlm3), MiniCPMForCausalLM (minicpm), OlmoForCausalLM (olmo), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
     "(exaone4), Glm4ForCausalLM (glm4), GlmForCausalLM (glm; also the remote-code ChatGLMModel layout), HeliumForCausalLM (helium), SeedOssForCausalLM (seed_oss), Ernie4_5ForCausalLM (ernie4_5), "
     "HunYuanDenseV1ForCausalLM (hunyuan_v1_dense), HunYuanMoEV1ForCausalLM (hunyuan_v1_moe), OlmoeForCausalLM (olmoe), ApertusForCausalLM (apertus), "
     "Ernie4_5_MoeForCausalLM (ernie4_5_moe), "
@@ -132,6 +132,11 @@ Expected<std::string> detect_arch(const json& j, bool& seq_cls) {
   if (arch_name == "GraniteForCausalLM") return std::string("granite");
   if (arch_name == "GraniteMoeForCausalLM") return std::string("granitemoe");
   if (arch_name == "GraniteMoeSharedForCausalLM") return std::string("granitemoeshared");
+  // GraniteSWA / GraniteMoeSWA: Granite's and GraniteMoeShared's layers with windows, sinks and
+  // per-layer RoPE bases (read_granite_swa, by model_type).
+  if (arch_name == "GraniteSWAForCausalLM" || (arch_name.empty() && model_type == "granite_swa")) return std::string("granite");
+  if (arch_name == "GraniteMoeSWAForCausalLM" || (arch_name.empty() && model_type == "granitemoe_swa"))
+    return std::string("granitemoeshared");
   if (std::string v = llama_variant_arch(arch_name, model_type); !v.empty()) return v;
   if (arch_name.empty()) {
     if (model_type == "llama" || model_type == "mistral") return std::string("llama");
@@ -247,12 +252,72 @@ Status read_granite(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
+// GraniteSWA (granite_swa, ibm-granite/granite-swash-2b) and GraniteMoeSWA (granitemoe_swa): a learned
+// sink per head (gpt-oss's: one more logit in each row's softmax, transformers' sigmoid(lse - sink)
+// scaling), a window (128 by default; null: none) on the layers layer_types calls sliding (by
+// default all but every fourth from layer 0), and layer_rope_theta: each layer's RoPE base, 0 for
+// none (NoPE). brigade keeps one base for the full layers and one for the sliding ones (the
+// sliding layers' unscaled), so other mixes are refused by name.
+Status read_granite_swa(const json& j, ModelConfig& c) {
+  c.attn_sinks = true;
+  c.sliding_window = 128;
+  if (auto it = j.find("sliding_window"); it != j.end() && it->is_null()) c.sliding_window = 0;
+  else BRIGADE_RETURN_IF_ERROR(read_int(j, "sliding_window", c.sliding_window, false));
+  if (c.sliding_window < 0) return invalid_argument("config.json: sliding_window must be >= 0 or null");
+  if (auto it = j.find("layer_types"); it != j.end() && !it->is_null()) {
+    BRIGADE_RETURN_IF_ERROR(read_layer_types(j, c, 1));
+  } else {
+    c.sliding_layers.assign(static_cast<size_t>(c.n_layers), false);
+    for (int l = 0; l < c.n_layers; ++l) c.sliding_layers[static_cast<size_t>(l)] = l % 4 != 0;
+  }
+  const auto it = j.find("layer_rope_theta");
+  if (it == j.end() || it->is_null()) return Status::ok();  // every layer at rope_theta
+  if (!it->is_array() || it->size() != static_cast<size_t>(c.n_layers))
+    return invalid_argument("config.json: layer_rope_theta must list one RoPE base per layer (" + std::to_string(c.n_layers) + ")");
+  c.nope_layers.assign(static_cast<size_t>(c.n_layers), false);
+  const auto slides = [&](int l) { return c.sliding_layers[static_cast<size_t>(l)]; };  // by type, window or not
+  double full = 0.0, sliding = 0.0;
+  for (int l = 0; l < c.n_layers; ++l) {
+    const json& t = (*it)[static_cast<size_t>(l)];
+    if (!t.is_number() || !(t.get<double>() >= 0.0) || !std::isfinite(t.get<double>()))
+      return invalid_argument("config.json: layer_rope_theta[" + std::to_string(l) + "] must be a number >= 0 (0: no RoPE)");
+    const double theta = t.get<double>();
+    if (theta == 0.0) {
+      c.nope_layers[static_cast<size_t>(l)] = true;
+      continue;
+    }
+    double& kind = slides(l) ? sliding : full;
+    if (kind != 0.0 && kind != theta)
+      return unsupported("config.json: layer_rope_theta gives the " + std::string(slides(l) ? "sliding" : "full") +
+                         " layers more than one RoPE base (" + t.dump() + " at layer " + std::to_string(l) +
+                         "); brigade keeps one for the full layers and one for the sliding ones");
+    kind = theta;
+  }
+  if (full > 0.0) c.rope_theta = static_cast<float>(full);
+  if (sliding > 0.0 && sliding != full) {
+    if (c.rope_scaling.type != RopeScalingType::none)
+      return unsupported("config.json: layer_rope_theta gives the sliding layers their own RoPE base under rope_type '" +
+                         std::string(rope_scaling_name(c.rope_scaling.type)) +
+                         "', which brigade applies to the full layers' base only");
+    if (full > 0.0) c.rope_local_theta = static_cast<float>(sliding);
+    else c.rope_theta = static_cast<float>(sliding);  // every RoPE layer slides
+    // Without a window the sliding layers attend as the full ones, but keep their own base, which
+    // the decoder picks by a layer's window: one no position reaches past does.
+    if (full > 0.0 && c.sliding_window == 0) c.sliding_window = c.max_position;
+  }
+  return Status::ok();
+}
+
 // The per-architecture pieces of attention: biases, q/k norms and the sliding window.
 Status read_attention_shape(const json& j, ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "attention_bias", c.attention_bias));
   BRIGADE_RETURN_IF_ERROR(read_int(j, "sliding_window", c.sliding_window, false));
   if (c.arch == "smollm3") return read_smollm3(j, c);
-  if (c.arch == "granite" || c.arch == "granitemoe" || c.arch == "granitemoeshared") return read_granite(j, c);
+  if (c.arch == "granite" || c.arch == "granitemoe" || c.arch == "granitemoeshared") {
+    BRIGADE_RETURN_IF_ERROR(read_granite(j, c));
+    const std::string type = config_model_type(j);
+    return type == "granite_swa" || type == "granitemoe_swa" ? read_granite_swa(j, c) : Status::ok();
+  }
   if (is_llama_variant(c.arch)) return read_llama_variant(j, c);  // models/llama_variants_config.h
   if (c.arch == "llama" || c.arch == "mixtral") {  // MixtralAttention is LlamaAttention's, without biases
     if (c.arch == "mixtral" && c.attention_bias)

@@ -98,6 +98,19 @@ MoeNames moe_names(const WeightLoader& w, const ModelConfig& c, int l) {
             "block_sparse_moe.output_linear.weight",
             "input_linear.weight",
             "output_linear.weight"};
+  // transformers 5's own names for them (GraniteMoeSWA's checkpoints, which have no others).
+  if ((c.arch == "granitemoe" || c.arch == "granitemoeshared") && w.has(layer + "block_sparse_moe.router.weight"))
+    return {layer,
+            "block_sparse_moe.router",
+            "gate_proj",
+            "up_proj",
+            "down_proj",
+            "gate.e_score_correction_bias",
+            "shared_mlp.",
+            "block_sparse_moe.experts.gate_up_proj",
+            "block_sparse_moe.experts.down_proj",
+            "input_linear.weight",
+            "output_linear.weight"};
   if (c.arch == "exaone_moe" && w.has(layer + "mlp.e_score_correction_bias"))  // the Hub's (GGUF's: under gate)
     return {layer + "mlp.", "gate", "gate_proj", "up_proj", "down_proj", "e_score_correction_bias"};
   if (c.arch == "ernie4_5_moe")  // its selection bias [1, E] (read as [E]: Checkpoint::open)

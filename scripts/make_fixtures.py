@@ -945,6 +945,22 @@ def fixtures():
             k: v for k, v in deepseek_config(vocab_size=256, q_lora_rank=None, num_experts=8, num_shared_experts=1,
                                              norm_topk_prob=True, routed_scaling_factor=2.5, pad_token_id=0).items()
             if k not in ("n_routed_experts", "n_shared_experts")}),
+        # IBM GraniteSWA (GraniteSWAForCausalLM, ibm-granite/granite-swash-2b): Granite's multipliers
+        # with a learned sink per head, a window of 8 on GraniteSWAConfig's default layer types (layer
+        # 0 full, 1-3 sliding), and per-layer RoPE bases: 1e4 on the full layer, none (0) on layer 1,
+        # 5e5 on layers 2 and 3.
+        "granite_swa": ("GraniteSWAConfig", "GraniteSWAForCausalLM", base_config(
+            num_hidden_layers=4, head_dim=16, sliding_window=8, embedding_multiplier=3.0, residual_multiplier=0.5,
+            attention_multiplier=0.2, logits_scaling=2.0, tie_word_embeddings=True, pad_token_id=0,
+            layer_rope_theta=[10000.0, 0, 500000.0, 500000.0])),
+        # GraniteMoeSWA (GraniteMoeSWAForCausalLM, ibm-granite/granite-swash-3b-a600m): GraniteMoeShared's
+        # experts (8, top 2, a shared expert of 48) under GraniteSWA's attention: sinks, a window of 8
+        # on layers 1 and 2 of 3 (layer_types), every layer at rope_theta.
+        "granitemoe_swa": ("GraniteMoeSWAConfig", "GraniteMoeSWAForCausalLM", base_config(
+            num_hidden_layers=3, intermediate_size=32, num_local_experts=8, num_experts_per_tok=2,
+            shared_intermediate_size=48, sliding_window=8, embedding_multiplier=2.0, residual_multiplier=0.7,
+            attention_multiplier=0.25, logits_scaling=1.5, pad_token_id=0,
+            layer_types=["full_attention", "sliding_attention", "sliding_attention"])),
     }
 
 

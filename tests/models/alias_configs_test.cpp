@@ -145,6 +145,26 @@ TEST(AliasConfigs, MinistralWindowsAndDefaults) {
   testing::expect_config_refused(fixture_config("ministral"), {{[](nlohmann::json& j) { j["hidden_act"] = "gelu"; }, "hidden_act"}});
 }
 
+// GraniteSWA's layer_rope_theta: 0 is NoPE; one base for the full layers and one for the sliding
+// ones, else refused by name (and a sliding base of its own under a scaled RoPE).
+TEST(AliasConfigs, GraniteSwaRopeBasesPerLayer) {
+  auto c = parse_hf_config(fixture_config("granite_swa").dump());
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "granite");
+  EXPECT_TRUE(c->attn_sinks);
+  EXPECT_EQ(c->sliding_layers, (std::vector<bool>{false, true, true, true}));
+  EXPECT_EQ(c->nope_layers, (std::vector<bool>{false, true, false, false}));
+  EXPECT_FLOAT_EQ(c->rope_theta, 10000.0f);
+  EXPECT_FLOAT_EQ(c->rope_local_theta, 500000.0f);
+  testing::expect_config_refused(fixture_config("granite_swa"), {
+      {[](nlohmann::json& j) { j["layer_rope_theta"] = {10000.0, 0, 500000.0, 20000.0}; }, "layer_rope_theta"},
+      {[](nlohmann::json& j) { j["layer_rope_theta"] = {10000.0, 0}; }, "layer_rope_theta"},
+      {[](nlohmann::json& j) { j["layer_rope_theta"] = {10000.0, -1, 500000.0, 500000.0}; }, "layer_rope_theta"},
+      {[](nlohmann::json& j) {
+         j["rope_parameters"] = {{"rope_type", "linear"}, {"factor", 2.0}, {"rope_theta", 10000.0}};
+       }, "layer_rope_theta"}});
+}
+
 TEST(AliasConfigs, CwmWindowsAndDefaults) {
   auto c = parse_hf_config(fixture_config("cwm").dump());
   ASSERT_TRUE(c.has_value()) << c.status().to_string();

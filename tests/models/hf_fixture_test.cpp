@@ -63,7 +63,8 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                                            "gpt_bigcode_mha", "internlm2", "internlm2_bias", "internlm3",
                                            "chatglm", "minicpm", "minicpm_longrope", "cwm", "iquestcoder",
                                            "solar_open", "minicpm5_moe", "youtu", "minicpm3", "nanochat",
-                                           "ministral", "vaultgemma", "param2moe", "sarvam_moe", "sarvam_mla"));
+                                           "ministral", "vaultgemma", "param2moe", "sarvam_moe", "sarvam_mla",
+                                           "granite_swa", "granitemoe_swa"));
 
 // FP8 checkpoints in the Hub's layouts, dequantized at load (scripts/make_fp8_fixtures.py): quant_method
 // fp8 with 32x32 blocks (Qwen3-FP8; GLM-4.5-FP8's experts too) and with 24x40 blocks partial at the tail (DeepSeek-V3),
@@ -423,6 +424,14 @@ TEST(HfFixtureConfig, LlamaVariantsPiecesMoveTheLogits) {
   EXPECT_GT(max_diff_with_config("ministral", [](nlohmann::json& j) { j["sliding_window"] = nullptr; }), 100 * kLogitTol);
   EXPECT_GT(max_diff_with_config("ministral", [](nlohmann::json& j) { j.erase("layer_types"); }), 100 * kLogitTol);
   EXPECT_GT(max_diff_with_rules("vaultgemma", [](ModelConfig& c) { c.attn_softcap = 0.0f; }), 100 * kLogitTol);
+  // GraniteSWA: its sinks, its per-layer RoPE bases (NoPE on layer 1, 5e5 on the sliding layers) and
+  // its windows each move the logits; GraniteMoeSWA's layer_types are its config class's default.
+  EXPECT_GT(max_diff_with_rules("granite_swa", [](ModelConfig& c) { c.attn_sinks = false; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("granite_swa", [](nlohmann::json& j) { j.erase("layer_rope_theta"); }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("granite_swa", [](nlohmann::json& j) { j["sliding_window"] = nullptr; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_rules("granite_swa", [](ModelConfig& c) { c.rope_local_theta = 0.0f; }), 100 * kLogitTol);
+  EXPECT_LT(max_diff_with_config("granitemoe_swa", [](nlohmann::json& j) { j.erase("layer_types"); }), kLogitTol)
+      << "GraniteMoeSWAConfig's default layer_types are the fixture's";
   // Param2 rotates whole heads and norms q and k by default: Glm4MoeConfig's defaults would move the logits.
   EXPECT_GT(max_diff_with_config("param2moe", [](nlohmann::json& j) { j["partial_rotary_factor"] = 0.5; }),
             100 * kLogitTol);

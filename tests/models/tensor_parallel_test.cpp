@@ -302,7 +302,8 @@ TEST(TensorParallel, LlamaVariantsMatchUnshardedAndTransformers) {
                            "llama4", "llama4_text", "olmo", "olmo2", "olmo3", "olmoe", "olmoe_clip", "dbrx", "minimax_m2", "cohere", "cohere2", "granitemoe",
                            "granitemoeshared", "hunyuan_v1_moe", "dots1", "ministral3", "ministral3_text", "phimoe", "afmoe", "arcee", "mimo_v2_flash", "exaone_moe",
                            "starcoder2", "phi", "stablelm_parallel", "gpt_neox", "gptj", "gpt2", "internlm2", "internlm3", "chatglm", "minicpm", "cwm", "iquestcoder",
-                           "solar_open", "minicpm5_moe", "nanochat", "ministral", "vaultgemma", "param2moe", "sarvam_moe"})
+                           "solar_open", "minicpm5_moe", "nanochat", "ministral", "vaultgemma", "param2moe", "sarvam_moe", "granite_swa",
+                           "granitemoe_swa"})
     expect_tp2_matches_transformers(name);
 }
 
