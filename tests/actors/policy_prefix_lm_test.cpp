@@ -19,6 +19,7 @@ namespace {
 using testing::PoolSource;
 using testing::prompt_req;
 using testing::range;
+using testing::sample_by_position;
 
 // alone_beyond: SchedulerLimits::prompt_alone_beyond (the sliding window of PaliGemma 2).
 SchedulerLimits whole_limits(int alone_beyond = 0) {
@@ -32,13 +33,6 @@ SchedulerLimits whole_limits(int alone_beyond = 0) {
   l.prompt_whole = true;
   l.prompt_alone_beyond = alone_beyond;
   return l;
-}
-
-std::vector<SampledResult> sample(const PlannedStep& s) {
-  std::vector<SampledResult> r;
-  for (const auto& w : s.seqs)
-    if (w.sample) r.push_back({w.seq_id, static_cast<int32_t>(500 + w.start_pos), 0.0f, {}});
-  return r;
 }
 
 TEST(SchedulerPolicyPrefixLm, APromptNoStepHoldsIsRefusedNamingTheBound) {
@@ -61,7 +55,7 @@ TEST(SchedulerPolicyPrefixLm, APromptLongerThanTheWindowRunsAlone) {
   ASSERT_TRUE(p.add(prompt_req(1, range(10, 1), 20)).is_ok());
   auto s1 = p.plan(pages);
   ASSERT_TRUE(s1);
-  p.complete(s1->step_id, sample(*s1), pages);
+  p.complete(s1->step_id, sample_by_position(*s1), pages);
   ASSERT_TRUE(p.add(prompt_req(2, range(100, 6), 3)).is_ok());
   int alone_at = -1;
   for (int step = 0; step < 6; ++step) {
@@ -73,7 +67,7 @@ TEST(SchedulerPolicyPrefixLm, APromptLongerThanTheWindowRunsAlone) {
         EXPECT_EQ(w.tokens.size(), 6u);
         EXPECT_EQ(s->seqs.size(), 1u) << "alone in its step";
       }
-    p.complete(s->step_id, sample(*s), pages);
+    p.complete(s->step_id, sample_by_position(*s), pages);
   }
   EXPECT_EQ(alone_at, 1) << "beside seq 1's decode first, so it waited one step";
   ASSERT_TRUE(p.add(prompt_req(3, range(200, 5), 2)).is_ok());
@@ -92,7 +86,7 @@ TEST(SchedulerPolicyPrefixLm, APromptLongerThanTheWindowRunsAlone) {
   ASSERT_TRUE(t1);
   ASSERT_EQ(t1->seqs.size(), 1u);
   EXPECT_EQ(t1->seqs[0].seq_id, 4u);
-  q.complete(t1->step_id, sample(*t1), pages);
+  q.complete(t1->step_id, sample_by_position(*t1), pages);
   auto t2 = q.plan(pages);
   ASSERT_TRUE(t2);
   ASSERT_EQ(t2->seqs.size(), 1u) << "the long prompt alone";
@@ -108,7 +102,7 @@ TEST(SchedulerPolicyPrefixLm, APromptRunsWholeOrWaits) {
   ASSERT_TRUE(p.add(prompt_req(1, range(10, 3), 3)).is_ok());
   auto s1 = p.plan(pages);
   ASSERT_TRUE(s1);
-  p.complete(s1->step_id, sample(*s1), pages);
+  p.complete(s1->step_id, sample_by_position(*s1), pages);
   ASSERT_TRUE(p.add(prompt_req(2, range(100, 8), 2)).is_ok());
   bool ran_whole = false;
   for (int steps = 0; p.has_work() && steps < 50; ++steps) {
@@ -123,7 +117,7 @@ TEST(SchedulerPolicyPrefixLm, APromptRunsWholeOrWaits) {
       } else if (w.seq_id == 2) {
         EXPECT_EQ(w.tokens.size(), 1u) << "then decodes";
       }
-    p.complete(s->step_id, sample(*s), pages);
+    p.complete(s->step_id, sample_by_position(*s), pages);
   }
   EXPECT_TRUE(ran_whole);
   SchedulerLimits chunked = whole_limits();
@@ -131,7 +125,7 @@ TEST(SchedulerPolicyPrefixLm, APromptRunsWholeOrWaits) {
   SchedulerPolicy q(chunked, 100);
   ASSERT_TRUE(q.add(prompt_req(1, range(10, 3), 3)).is_ok());
   auto t1 = q.plan(pages);
-  q.complete(t1->step_id, sample(*t1), pages);
+  q.complete(t1->step_id, sample_by_position(*t1), pages);
   ASSERT_TRUE(q.add(prompt_req(2, range(100, 8), 2)).is_ok());
   auto t2 = q.plan(pages);
   ASSERT_TRUE(t2);
@@ -156,7 +150,7 @@ TEST(SchedulerPolicyPrefixLm, ThePrefixCacheNeverServesAPrompt) {
         ASSERT_TRUE(s);
         for (const auto& w : s->seqs)
           if (w.seq_id == 2 && second_start < 0) second_start = w.start_pos;
-        p.complete(s->step_id, sample(*s), pages);
+        p.complete(s->step_id, sample_by_position(*s), pages);
       }
     }
     EXPECT_EQ(second_start, whole ? 0 : 4) << (whole ? "prompt_whole" : "causal: a page from the cache");
@@ -211,7 +205,7 @@ TEST(SchedulerPolicyPrefixLm, ARecomputedSequencesFirstChunkEndsAtItsPrompt) {
         EXPECT_TRUE(std::equal(w.tokens.begin(), w.tokens.end(), out2.begin()));
       }
     }
-    for (const auto& ev : p.complete(s->step_id, sample(*s), pages))
+    for (const auto& ev : p.complete(s->step_id, sample_by_position(*s), pages))
       if (ev.seq_id == 2) out2.insert(out2.end(), ev.new_tokens.begin(), ev.new_tokens.end());
   }
   EXPECT_TRUE(recomputed);

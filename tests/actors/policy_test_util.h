@@ -57,6 +57,15 @@ inline SeqRequest prompt_req(uint64_t id, std::vector<int32_t> prompt, int max_t
   return r;
 }
 
+// What an executor would return for a step: each sampling item's token, 500 + its start position
+// (distinct per position, never an eos).
+inline std::vector<SampledResult> sample_by_position(const PlannedStep& s) {
+  std::vector<SampledResult> r;
+  for (const auto& w : s.seqs)
+    if (w.sample) r.push_back({w.seq_id, static_cast<int32_t>(500 + w.start_pos), 0.0f, {}});
+  return r;
+}
+
 // The ids from, from + 1, ..., from + n - 1.
 inline std::vector<int32_t> range(int from, int n) {
   std::vector<int32_t> v;

@@ -19,6 +19,7 @@ namespace {
 using testing::PoolSource;
 using testing::prompt_req;
 using testing::range;
+using testing::sample_by_position;
 
 constexpr int32_t kImageToken = 900;
 // The new request's id: below the decoders', so that a decode of it would be planned first.
@@ -36,13 +37,6 @@ SchedulerLimits busy_limits() {
   return l;
 }
 
-std::vector<SampledResult> sample(const PlannedStep& s) {
-  std::vector<SampledResult> r;
-  for (const auto& w : s.seqs)
-    if (w.sample) r.push_back({w.seq_id, static_cast<int32_t>(500 + w.start_pos), 0.0f, {}});
-  return r;
-}
-
 // Five sequences decoding for 200 tokens each: after their prompts, every step holds five decodes,
 // leaving 3 of the 8 tokens.
 void start_decoders(SchedulerPolicy& p, PoolSource& pages) {
@@ -50,7 +44,7 @@ void start_decoders(SchedulerPolicy& p, PoolSource& pages) {
   for (int steps = 0; steps < 4; ++steps) {
     auto s = p.plan(pages);
     ASSERT_TRUE(s);
-    p.complete(s->step_id, sample(*s), pages);
+    p.complete(s->step_id, sample_by_position(*s), pages);
   }
 }
 
@@ -85,7 +79,7 @@ Seen run_busy(SchedulerPolicy& p, PoolSource& pages, int at) {
       gap[id] = decoded[id] ? 0 : gap[id] + 1;
       seen.longest_gap[id] = std::max(seen.longest_gap[id], gap[id]);
     }
-    p.complete(s->step_id, sample(*s), pages);
+    p.complete(s->step_id, sample_by_position(*s), pages);
   }
   return seen;
 }
@@ -143,7 +137,7 @@ TEST(SchedulerPolicyWholeChunks, APromptWholesPagesStayOutOfThePrefixCache) {
     for (int steps = 0; p.has_work() && steps < 20; ++steps) {
       auto s = p.plan(pages);
       ASSERT_TRUE(s);
-      p.complete(s->step_id, sample(*s), pages);
+      p.complete(s->step_id, sample_by_position(*s), pages);
     }
     EXPECT_EQ(p.cache_stats().cached_pages, whole ? 0 : 2) << (whole ? "prompt_whole" : "causal");
     EXPECT_EQ(pages.pool.n_free(), whole ? 64 : 62) << "every page not cached is back";
