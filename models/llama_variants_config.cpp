@@ -7,6 +7,7 @@
 #include "models/classic_decoders_config.h"
 #include "models/config_json.h"
 #include "models/dbrx_config.h"
+#include "models/deepseek_config.h"
 #include "models/internlm_config.h"
 #include "models/gemma_config.h"
 #include "models/mimo_exaone_config.h"
@@ -79,7 +80,7 @@ std::string llama_variant_arch(const std::string& class_name, const std::string&
       {"Llama4ForCausalLM", "llama4_text"},       {"MiniMaxM2ForCausalLM", "minimax_m2"},
       {"CohereForCausalLM", "cohere"},            {"Cohere2ForCausalLM", "cohere2"},
       {"Dots1ForCausalLM", "dots1"},              {"Ministral3ForCausalLM", "ministral3"},
-      {"MinistralForCausalLM", "ministral"},
+      {"MinistralForCausalLM", "ministral"},      {"Cohere2MoeForCausalLM", "cohere2_moe"},
       {"PhimoeForCausalLM", "phimoe"},            {"PhiMoEForCausalLM", "phimoe"},  // transformers', the Hub's
       {"AfmoeForCausalLM", "afmoe"},              {"ArceeForCausalLM", "arcee"},
       {"GemmaForCausalLM", "gemma"},              {"Starcoder2ForCausalLM", "starcoder2"},  // classic_decoders_config.h
@@ -423,6 +424,85 @@ Status read_minimax_m2(const json& j, ModelConfig& c) {
 // R7B, Command A): head_dim always hidden_size / num_attention_heads, sliding_window (4096) on the
 // "sliding_attention" layers (layer_types; without it, all but every sliding_window_pattern-th
 // layer, 4 by default), which alone have RoPE.
+namespace {
+
+// Cohere2 MoE (Cohere2MoeConfig; read_cohere did Cohere's common part): its head_dim (128 when
+// absent); an RMSNorm where rms_norm_eps is set, else Cohere's LayerNorm; the window (4096) on the
+// sliding layers of layer_types (absent: the config class's rule from first_k_dense_replace,
+// prefix_dense_sliding_window_pattern and sliding_window_pattern), RoPE on the sliding layers and,
+// with prefix_dense_sliding_window_pattern 1, on the dense ones (force_rope), none on the others;
+// dense layers (mlp_layer_types, else the first first_k_dense_replace) a SwiGLU of
+// prefix_dense_intermediate_size (intermediate_size when null); the others num_experts experts of
+// intermediate_size, the top num_experts_per_tok by their logits, weighted by the softmax of those
+// logits or (expert_selection_fn sigmoid) their sigmoids, renormalised with norm_topk_prob; and
+// num_shared_experts shared experts (one SwiGLU of num_shared_experts * intermediate_size) summed
+// with them, or averaged: (routed + shared) / 2, the 1/2 as routed_scaling_factor, which the
+// block also applies to the shared half (moe_block.cpp).
+Status read_cohere2_moe(const json& j, ModelConfig& c) {
+  if (!j.contains("head_dim") || j["head_dim"].is_null()) c.head_dim = 128;
+  if (auto it = j.find("rms_norm_eps"); it != j.end() && !it->is_null()) {
+    c.layer_norms = false;
+    BRIGADE_RETURN_IF_ERROR(read_float(j, "rms_norm_eps", c.rms_eps));
+  }
+  c.sliding_window = 4096;
+  if (auto it = j.find("sliding_window"); it != j.end() && it->is_null())
+    return unsupported("config.json: sliding_window null is not supported for cohere2_moe (its sliding layers need a window)");
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "sliding_window", c.sliding_window, false));
+  if (c.sliding_window <= 0) return invalid_argument("config.json: sliding_window must be > 0");
+  int first_dense = 0, prefix_pattern = 1, pattern = 4;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "first_k_dense_replace", first_dense, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "prefix_dense_sliding_window_pattern", prefix_pattern, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "sliding_window_pattern", pattern, false));
+  if (first_dense < 0 || prefix_pattern < 1 || pattern < 1)
+    return invalid_argument("config.json: first_k_dense_replace must be >= 0 and the sliding window patterns >= 1");
+  if (auto it = j.find("layer_types"); it != j.end() && !it->is_null()) {
+    BRIGADE_RETURN_IF_ERROR(read_layer_types(j, c, 1));
+  } else {  // Cohere2MoeConfig.__post_init__'s rule
+    c.sliding_layers.assign(static_cast<size_t>(c.n_layers), false);
+    for (int l = 0; l < c.n_layers; ++l) {
+      const bool prefix = l < first_dense;
+      const int i = prefix ? l : l - first_dense;
+      c.sliding_layers[static_cast<size_t>(l)] = (i + 1) % (prefix ? prefix_pattern : pattern) != 0;
+    }
+  }
+  // Experts (validate_moe checks them) and which layers are dense.
+  int inter = 22528;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "intermediate_size", inter, false));
+  c.moe_intermediate_size = inter;
+  c.intermediate_size = inter;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "prefix_dense_intermediate_size", c.intermediate_size, false));
+  c.n_experts = 8;
+  c.n_experts_per_tok = 2;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_experts", c.n_experts, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_experts_per_tok", c.n_experts_per_tok, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_shared_experts", c.n_shared_experts, false));
+  if (c.n_shared_experts < 0) return invalid_argument("config.json: num_shared_experts must be >= 0");
+  BRIGADE_RETURN_IF_ERROR(read_dense_mlp_layers(j, c, first_dense));
+  std::string selection = "softmax", combination = "average";
+  BRIGADE_RETURN_IF_ERROR(read_string(j, "expert_selection_fn", selection));
+  BRIGADE_RETURN_IF_ERROR(read_string(j, "shared_expert_combination_strategy", combination));
+  c.norm_topk_prob = true;
+  if (selection == "softmax") {  // the softmax of the k logits: the softmax over all, renormalised over the k
+    c.moe_scoring = MoeScoring::softmax;
+  } else if (selection == "sigmoid") {
+    c.moe_scoring = MoeScoring::sigmoid;
+    BRIGADE_RETURN_IF_ERROR(read_bool(j, "norm_topk_prob", c.norm_topk_prob));
+  } else {
+    return unsupported("config.json: expert_selection_fn '" + selection + "' is not supported; supported: softmax, sigmoid");
+  }
+  if (combination != "average" && combination != "sum")
+    return unsupported("config.json: shared_expert_combination_strategy '" + combination +
+                       "' is not supported; supported: average, sum");
+  c.routed_scaling_factor = combination == "average" && c.n_shared_experts > 0 ? 0.5f : 1.0f;
+  // NoPE on the full layers, but on the dense ones when the dense prefix's pattern is 1.
+  c.nope_layers.assign(static_cast<size_t>(c.n_layers), false);
+  for (int l = 0; l < c.n_layers; ++l)
+    c.nope_layers[static_cast<size_t>(l)] = c.layer_window(l) == 0 && (c.is_moe_layer(l) || prefix_pattern != 1);
+  return Status::ok();
+}
+
+}  // namespace
+
 Status read_cohere(const json& j, ModelConfig& c) {
   std::string act = "silu";
   BRIGADE_RETURN_IF_ERROR(read_string(j, "hidden_act", act));
@@ -443,6 +523,7 @@ Status read_cohere(const json& j, ModelConfig& c) {
     BRIGADE_RETURN_IF_ERROR(read_bool(j, "use_qk_norm", c.qk_norm));
     return Status::ok();
   }
+  if (c.arch == "cohere2_moe") return read_cohere2_moe(j, c);
   if (c.n_heads > 0) c.head_dim = c.hidden_size / c.n_heads;  // Cohere2Config ignores a head_dim field
   c.sliding_window = 4096;
   if (auto it = j.find("sliding_window"); it != j.end() && it->is_null())
@@ -573,7 +654,7 @@ Status read_llama_variant(const json& j, ModelConfig& c) {
   if (c.arch == "ministral3") return read_llama4_scaling_beta(j, c);
   if (c.arch == "ministral") return read_ministral(j, c);
   if (c.arch == "dots1") return read_dots1_attention(j, c);
-  if (c.arch == "cohere" || c.arch == "cohere2") return read_cohere(j, c);
+  if (c.arch == "cohere" || c.arch == "cohere2" || c.arch == "cohere2_moe") return read_cohere(j, c);
   if (c.arch == "llama4_text") return read_llama4(j, c);
   if (c.arch == "minimax_m2") return read_minimax_m2(j, c);
   if (c.arch == "apertus") return read_apertus(j, c);

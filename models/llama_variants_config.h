@@ -37,6 +37,8 @@
 //   ministral3 (Ministral3ForCausalLM, and Mistral3ForConditionalGeneration's language model when
 //     its text_config is one: Ministral 3, Devstral Small 2): Mistral's layer with YaRN and a query
 //     temperature on every layer after RoPE (read_llama4_scaling_beta);
+//   cohere2_moe (Cohere2MoeForCausalLM, Command A Plus): Cohere 2's layer over experts, shared
+//     experts summed or averaged, a dense prefix (read_cohere2_moe);
 //   ministral (MinistralForCausalLM, transformers' Ministral type: Ministral-8B-Instruct-2410):
 //     Mistral's layer without biases, its window on the layers layer_types calls sliding
 //     (read_ministral);

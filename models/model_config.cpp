@@ -54,7 +54,7 @@ constexpr const char* kSupported =
     "Qwen3NextForCausalLM (qwen3_next), Qwen3_5ForCausalLM (qwen3_5_text), Qwen3_5MoeForCausalLM (qwen3_5_moe_text), "
     "Lfm2ForCausalLM (lfm2), Lfm2MoeForCausalLM (lfm2_moe), FalconH1ForCausalLM (falcon_h1), KimiLinearForCausalLM (kimi_linear), LongcatFlashForCausalLM (longcat_flash), MiniMaxForCausalLM (minimax), SmolLM3ForCausalLM "
     "(smollm3), GraniteForCausalLM (granite), GraniteMoeForCausalLM (granitemoe), GraniteMoeSharedForCausalLM "
-    "(granitemoeshared), GraniteSWAForCausalLM (granite_swa), GraniteMoeSWAForCausalLM (granitemoe_swa), YoutuForCausalLM (youtu), MiniCPM3ForCausalLM (minicpm3), IQuestCoderForCausalLM (as llama), SolarOpenForCausalLM, MiniCPM5MoeForCausalLM, Param2MoEForCausalLM (param2moe) and SarvamMoEForCausalLM (sarvam_moe; as glm4_moe), SarvamMLAForCausalLM (sarvam_mla; as deepseek_v3), MinistralForCausalLM (ministral), CwmForCausalLM (cwm), DbrxForCausalLM (dbrx), InternLM2ForCausalLM (internlm2), InternLM3ForCausalLM (internlm3), MiniCPMForCausalLM (minicpm), OlmoForCausalLM (olmo), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
+    "(granitemoeshared), GraniteSWAForCausalLM (granite_swa), GraniteMoeSWAForCausalLM (granitemoe_swa), Cohere2MoeForCausalLM (cohere2_moe), YoutuForCausalLM (youtu), MiniCPM3ForCausalLM (minicpm3), IQuestCoderForCausalLM (as llama), SolarOpenForCausalLM, MiniCPM5MoeForCausalLM, Param2MoEForCausalLM (param2moe) and SarvamMoEForCausalLM (sarvam_moe; as glm4_moe), SarvamMLAForCausalLM (sarvam_mla; as deepseek_v3), MinistralForCausalLM (ministral), CwmForCausalLM (cwm), DbrxForCausalLM (dbrx), InternLM2ForCausalLM (internlm2), InternLM3ForCausalLM (internlm3), MiniCPMForCausalLM (minicpm), OlmoForCausalLM (olmo), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
     "(exaone4), Glm4ForCausalLM (glm4), GlmForCausalLM (glm; also the remote-code ChatGLMModel layout), HeliumForCausalLM (helium), SeedOssForCausalLM (seed_oss), Ernie4_5ForCausalLM (ernie4_5), "
     "HunYuanDenseV1ForCausalLM (hunyuan_v1_dense), HunYuanMoEV1ForCausalLM (hunyuan_v1_moe), OlmoeForCausalLM (olmoe), ApertusForCausalLM (apertus), "
     "Ernie4_5_MoeForCausalLM (ernie4_5_moe), "
@@ -88,7 +88,7 @@ bool is_sparse_moe(const std::string& arch) {
   return arch == "qwen3_moe" || arch == "qwen2_moe" || arch == "mixtral" || arch == "gpt_oss" || arch == "qwen3_next" ||
          arch == "qwen3_5_moe_text" || arch == "olmoe" || arch == "ernie4_5_moe" || arch == "llama4_text" ||
          arch == "minimax_m2" || arch == "granitemoe" || arch == "granitemoeshared" || arch == "hunyuan_v1_moe" ||
-         arch == "phimoe" || arch == "afmoe" || arch == "flex_olmo" || arch == "dbrx";
+         arch == "phimoe" || arch == "afmoe" || arch == "flex_olmo" || arch == "dbrx" || arch == "cohere2_moe";
 }
 
 // Which family a config describes: architectures[0] wins, model_type otherwise. A

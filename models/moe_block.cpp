@@ -190,7 +190,12 @@ Expected<MoeBlock> load_moe_block(WeightLoader& w, const ModelConfig& c, int l, 
                                 : c.shared_gate         ? "shared_expert."
                                                         : "shared_experts.";
     const std::string sp = pre + shared_prefix;
-    if (names.shared_fused_gate_up != nullptr) {  // gate rows, then up rows: this rank's columns of each
+    if (c.arch == "cohere2_moe" && c.routed_scaling_factor != 1.0f) {
+      // Cohere2 MoE's "average": (routed + shared) / 2; the shared half scales its up rows (exact for 1/2).
+      BRIGADE_ASSIGN_OR_RETURN(b.shared_gate_up, w.scaled({sp + "gate_proj.weight", sp + "up_proj.weight"},
+                                                          {shared, shared}, hidden, {cols, cols},
+                                                          {1.0f, c.routed_scaling_factor}));
+    } else if (names.shared_fused_gate_up != nullptr) {  // gate rows, then up rows: this rank's columns of each
       const std::string gate_up = sp + names.shared_fused_gate_up;
       BRIGADE_ASSIGN_OR_RETURN(b.shared_gate_up, w.fused({gate_up, gate_up}, {2 * shared, 2 * shared}, hidden,
                                                          {cols, {shared + cols.begin, cols.size}}));

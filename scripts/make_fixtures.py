@@ -961,6 +961,26 @@ def fixtures():
             shared_intermediate_size=48, sliding_window=8, embedding_multiplier=2.0, residual_multiplier=0.7,
             attention_multiplier=0.25, logits_scaling=1.5, pad_token_id=0,
             layer_types=["full_attention", "sliding_attention", "sliding_attention"])),
+        # Cohere2 MoE (Cohere2MoeForCausalLM, CohereLabs/command-a-plus-05-2026): Cohere 2's parallel
+        # layer (one norm before both blocks; RoPE of adjacent pairs on the sliding layers, none on the
+        # full ones but the dense prefix layer, which its pattern 1 makes full and gives RoPE),
+        # head_dim 24 apart from hidden / heads, logit_scale; layer 0 a dense SwiGLU of 96
+        # (first_k_dense_replace), then 8 experts of 32 (intermediate_size), the top 2 softmaxed among
+        # themselves, and one shared expert averaged with them; Cohere's LayerNorm (no rms_norm_eps).
+        # Windows of 8 on layers 1 and 2 (sliding_window_pattern 3 over the 3 sparse layers).
+        "cohere2_moe": ("Cohere2MoeConfig", "Cohere2MoeForCausalLM", base_config(
+            num_hidden_layers=4, intermediate_size=32, head_dim=24, num_experts=8, num_experts_per_tok=2,
+            num_shared_experts=1, shared_expert_combination_strategy="average", expert_selection_fn="softmax",
+            first_k_dense_replace=1, prefix_dense_intermediate_size=96, sliding_window=8, sliding_window_pattern=3,
+            logit_scale=0.5, rms_norm_eps=None, tie_word_embeddings=True, pad_token_id=0)),
+        # The same with its other rules: an RMSNorm (rms_norm_eps), sigmoid routing renormalised over
+        # the top 2, two shared experts (one SwiGLU of 2 x 32) summed with them, no dense prefix,
+        # untied.
+        "cohere2_moe_sigmoid": ("Cohere2MoeConfig", "Cohere2MoeForCausalLM", base_config(
+            num_hidden_layers=3, intermediate_size=32, head_dim=16, num_experts=8, num_experts_per_tok=2,
+            num_shared_experts=2, shared_expert_combination_strategy="sum", expert_selection_fn="sigmoid",
+            norm_topk_prob=True, rms_norm_eps=1e-6, sliding_window=8, sliding_window_pattern=3, logit_scale=0.25,
+            pad_token_id=0)),
     }
 
 
@@ -1585,7 +1605,7 @@ def make(name, config_cls, model_cls, kw, seed, model=None):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("nanochat", "cwm", "iquestcoder", "solar", "minicpm", "youtu", "bamba", "deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "ministral", "vaultgemma", "param2moe", "sarvam", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone", "gpt")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("nanochat", "cwm", "iquestcoder", "solar", "minicpm", "youtu", "bamba", "deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "ministral", "vaultgemma", "param2moe", "sarvam", "cohere2_moe", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone", "gpt")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 

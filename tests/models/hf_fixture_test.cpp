@@ -64,7 +64,7 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                                            "chatglm", "minicpm", "minicpm_longrope", "cwm", "iquestcoder",
                                            "solar_open", "minicpm5_moe", "youtu", "minicpm3", "nanochat",
                                            "ministral", "vaultgemma", "param2moe", "sarvam_moe", "sarvam_mla",
-                                           "granite_swa", "granitemoe_swa"));
+                                           "granite_swa", "granitemoe_swa", "cohere2_moe", "cohere2_moe_sigmoid"));
 
 // FP8 checkpoints in the Hub's layouts, dequantized at load (scripts/make_fp8_fixtures.py): quant_method
 // fp8 with 32x32 blocks (Qwen3-FP8; GLM-4.5-FP8's experts too) and with 24x40 blocks partial at the tail (DeepSeek-V3),
@@ -432,6 +432,21 @@ TEST(HfFixtureConfig, LlamaVariantsPiecesMoveTheLogits) {
   EXPECT_GT(max_diff_with_rules("granite_swa", [](ModelConfig& c) { c.rope_local_theta = 0.0f; }), 100 * kLogitTol);
   EXPECT_LT(max_diff_with_config("granitemoe_swa", [](nlohmann::json& j) { j.erase("layer_types"); }), kLogitTol)
       << "GraniteMoeSWAConfig's default layer_types are the fixture's";
+  // Cohere2 MoE: "average" halves both the routed and the shared experts ("sum" would not), the
+  // dense prefix layer's RoPE (force_rope) and the default layer types from first_k_dense_replace.
+  EXPECT_GT(max_diff_with_config("cohere2_moe", [](nlohmann::json& j) { j["shared_expert_combination_strategy"] = "sum"; }),
+            100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("cohere2_moe", [](nlohmann::json& j) { j["prefix_dense_sliding_window_pattern"] = 2; }),
+            100 * kLogitTol);
+  EXPECT_LT(max_diff_with_config("cohere2_moe", [](nlohmann::json& j) {
+              j.erase("layer_types");
+              j.erase("mlp_layer_types");
+              j["first_k_dense_replace"] = 1;
+            }),
+            kLogitTol)
+      << "Cohere2MoeConfig's rule gives the fixture's layer types";
+  EXPECT_GT(max_diff_with_config("cohere2_moe_sigmoid", [](nlohmann::json& j) { j["norm_topk_prob"] = false; }),
+            100 * kLogitTol);
   // Param2 rotates whole heads and norms q and k by default: Glm4MoeConfig's defaults would move the logits.
   EXPECT_GT(max_diff_with_config("param2moe", [](nlohmann::json& j) { j["partial_rotary_factor"] = 0.5; }),
             100 * kLogitTol);

@@ -703,7 +703,8 @@ TEST(ModelConfig, ReadsHunyuanMoe) {
 // Cohere's Command R family: CohereConfig's defaults where the config leaves a field out (tied,
 // logit_scale 0.0625, layer_norm_eps 1e-5), LayerNorms and parallel blocks, RoPE of adjacent
 // pairs; Cohere2's head_dim from hidden / heads whatever the file says, its window on all but every
-// 4th layer (or layer_types), those full layers without RoPE; refusals by name.
+// 4th layer (or layer_types), those full layers without RoPE; Cohere2 MoE's defaults and layer
+// rule; refusals by name.
 TEST(ModelConfig, ReadsCohere) {
   const nlohmann::json base = {{"hidden_size", 64},  {"num_hidden_layers", 8}, {"num_attention_heads", 4},
                                {"num_key_value_heads", 2}, {"intermediate_size", 128}, {"vocab_size", 256}};
@@ -749,6 +750,23 @@ TEST(ModelConfig, ReadsCohere) {
   }
   EXPECT_EQ(sliding, (std::vector<bool>{true, true, true, false, true, true, true, false}));
   EXPECT_EQ(nope, (std::vector<bool>{false, false, false, true, false, false, false, true}));
+  // Cohere2MoeConfig's defaults: head_dim 128, LayerNorms, 8 experts of intermediate_size, top 2
+  // softmaxed, no shared expert (so nothing averaged: the routed weights unscaled), every layer sparse;
+  // with first_k_dense_replace its dense prefix's pattern 1 makes those layers full, with RoPE.
+  auto moe = parse("Cohere2MoeForCausalLM", {{"first_k_dense_replace", 2}, {"num_attention_heads", 4},
+                                             {"num_key_value_heads", 4}, {"num_hidden_layers", 6}});
+  ASSERT_TRUE(moe.has_value()) << moe.status().to_string();
+  EXPECT_EQ(moe->arch, "cohere2_moe");
+  EXPECT_EQ(moe->head_dim, 128);
+  EXPECT_TRUE(moe->layer_norms && moe->parallel_blocks);
+  EXPECT_EQ(moe->n_experts, 8);
+  EXPECT_EQ(moe->n_experts_per_tok, 2);
+  EXPECT_EQ(moe->first_k_dense_replace, 2);
+  EXPECT_FLOAT_EQ(moe->routed_scaling_factor, 1.0f);
+  std::vector<bool> moe_sliding;
+  for (int l = 0; l < 6; ++l) moe_sliding.push_back(moe->layer_window(l) > 0);
+  EXPECT_EQ(moe_sliding, (std::vector<bool>{false, false, true, true, true, false}));
+  EXPECT_EQ(moe->nope_layers, (std::vector<bool>{false, false, false, false, false, true}));
   auto typed = parse("Cohere2ForCausalLM", {{"num_hidden_layers", 2}, {"layer_types", {"full_attention", "sliding_attention"}}});
   ASSERT_TRUE(typed.has_value()) << typed.status().to_string();
   EXPECT_EQ(typed->layer_window(0), 0);
@@ -761,7 +779,15 @@ TEST(ModelConfig, ReadsCohere) {
         std::tuple{"CohereForCausalLM", nlohmann::json{{"hidden_act", "gelu"}}, StatusCode::unsupported, "hidden_act"},
         std::tuple{"CohereForCausalLM", nlohmann::json{{"logit_scale", -1.0}}, StatusCode::invalid_argument, "logit_scale"},
         std::tuple{"CohereForCausalLM", nlohmann::json{{"layer_norm_eps", 0.0}}, StatusCode::invalid_argument,
-                   "layer_norm_eps"}}) {
+                   "layer_norm_eps"},
+        std::tuple{"Cohere2MoeForCausalLM", nlohmann::json{{"expert_selection_fn", "relu"}}, StatusCode::unsupported,
+                   "expert_selection_fn"},
+        std::tuple{"Cohere2MoeForCausalLM", nlohmann::json{{"shared_expert_combination_strategy", "max"}},
+                   StatusCode::unsupported, "shared_expert_combination_strategy"},
+        std::tuple{"Cohere2MoeForCausalLM", nlohmann::json{{"sliding_window", nullptr}}, StatusCode::unsupported,
+                   "sliding_window"},
+        std::tuple{"Cohere2MoeForCausalLM", nlohmann::json{{"num_experts_per_tok", 9}}, StatusCode::invalid_argument,
+                   "num_experts_per_tok"}}) {
     const Status s = parse(cls, more).status();
     EXPECT_EQ(s.code(), code) << more.dump() << ": " << s.to_string();
     EXPECT_NE(s.message().find(word), std::string::npos) << s.message();
