@@ -160,6 +160,31 @@ Status sarvam_moe(json& j) {
       8000000.0);  // SarvamMoEConfig's default_theta
 }
 
+// Tencent Hy3 (hy_v3: HYV3ForCausalLM, tencent/Hy3-preview): DeepSeek-V3's MoE (sigmoid scores,
+// chosen with the selection bias, renormalised, times router_scaling_factor) beside shared
+// experts of moe_intermediate_size each, behind Apertus's attention (per-head q/k norms), after a
+// dense first layer (mlp_layer_types): GLM-4.5's layout with q/k norms, whole heads rotated, no
+// groups, HYV3Config's defaults. Apertus's attention_bias would bias o_proj too, and mlp_bias
+// every MLP, which GLM-4.5's layer does not: refused by name (no released checkpoint sets them).
+Status hy_v3(json& j) {
+  BRIGADE_RETURN_IF_ERROR(refuse_set(j, {"attention_bias", "mlp_bias"},
+                                     "HYV3ForCausalLM (its attention and MLPs are run without biases)"));
+  original_names(j);
+  if (auto it = j.find("router_scaling_factor"); it != j.end() && !j.contains("routed_scaling_factor"))
+    j["routed_scaling_factor"] = *it;
+  for (const auto& [key, value] :
+       {std::pair<const char*, json>{"vocab_size", 120832}, {"hidden_size", 4096}, {"intermediate_size", 13312},
+        {"num_hidden_layers", 80}, {"num_attention_heads", 64}, {"num_key_value_heads", 8}, {"head_dim", 128},
+        {"max_position_embeddings", 131072}, {"rms_norm_eps", 1e-5}, {"n_routed_experts", 192},
+        {"num_experts_per_tok", 8}, {"n_shared_experts", 1}, {"moe_intermediate_size", 1536},
+        {"routed_scaling_factor", 2.826}, {"n_group", 1}, {"topk_group", 1}, {"norm_topk_prob", true}})
+    default_to(j, key, value);
+  j["use_qk_norm"] = true;  // ApertusAttention's q_norm / k_norm, always
+  if (!j.contains("mlp_layer_types") && !j.contains("first_k_dense_replace")) j["first_k_dense_replace"] = 1;
+  to_glm4_moe(j, 11158840.0);  // HYV3Config's default_theta
+  return Status::ok();
+}
+
 // Sarvam MLA (sarvam-105b): SarvamMLAConfig over DeepseekV3Config, run as DeepseekV3ForCausalLM.
 // Its original format: head_dim (kv_lora_rank + qk_rope_head_dim, for vLLM's MLA) and q_head_dim
 // dropped (transformers derives both), rope_scaling of type deepseek_yarn read as yarn; its names
@@ -200,6 +225,7 @@ Status apply_alias_config(json& j) {
   if (config_model_type(j) == "sarvam_moe" ||
       config_names_class(j, {"SarvamMoEForCausalLM", "SarvamMoeForCausalLM"}, {"sarvam_moe"}))
     return sarvam_moe(j);
+  if (config_model_type(j) == "hy_v3" || config_names_class(j, {"HYV3ForCausalLM"}, {"hy_v3"})) return hy_v3(j);
   if (config_model_type(j) == "sarvam_mla" ||
       config_names_class(j, {"SarvamMLAForCausalLM", "SarvamMlaForCausalLM"}, {"sarvam_mla"}))
     return sarvam_mla(j);
@@ -207,6 +233,18 @@ Status apply_alias_config(json& j) {
   if (names(j, "MiniCPM5MoeForCausalLM", "minicpm5_moe") || config_architecture(j) == "MiniCPM5MoEForCausalLM")
     return minicpm5_moe(j);
   return Status::ok();
+}
+
+std::map<std::string, RawTensor> hy_v3_tensors(std::map<std::string, RawTensor> tensors) {
+  static constexpr std::pair<const char*, const char*> kRenames[] = {
+      {".mlp.router.gate.", ".mlp.gate."}, {".mlp.expert_bias", ".mlp.gate.e_score_correction_bias"},
+      {".mlp.shared_mlp.", ".mlp.shared_experts."}};
+  std::map<std::string, RawTensor> out;
+  for (auto& [stored, t] : tensors) {
+    t.name = renamed(stored, kRenames);
+    out.insert_or_assign(t.name, std::move(t));
+  }
+  return out;
 }
 
 bool has_sarvam_layout(const std::map<std::string, RawTensor>& tensors) {

@@ -14,6 +14,9 @@
 //     which transformers runs as Glm4MoeForCausalLM, and so does brigade): Param2MoeConfig's
 //     defaults (q/k norms on, whole heads rotated, theta 5e5, its shape) and its attribute_map's
 //     names (num_experts, num_shared_experts, use_qkv_bias, num_mtp_layers);
+//   HYV3ForCausalLM (hy_v3: tencent/Hy3-preview; run as GLM-4.5's MoE): DeepSeek-V3's routing and
+//     shared experts behind per-head q/k norms, a dense first layer, HYV3Config's defaults; its
+//     attention_bias / mlp_bias refused (Apertus's o_proj bias, biased MLPs);
 //   SarvamMoEForCausalLM (sarvam_moe: sarvamai/sarvam-30b; SarvamMoEConfig over Glm4MoeConfig, run as
 //     Glm4MoeForCausalLM): as Param2 MoE with SarvamMoEConfig's defaults (theta 8e6);
 //   SarvamMLAForCausalLM (sarvam_mla: sarvamai/sarvam-105b; SarvamMLAConfig over DeepseekV3Config,
@@ -52,6 +55,12 @@ Status apply_alias_config(nlohmann::json& j);
 // shape or a quantized one.
 Expected<std::map<std::string, RawTensor>> split_q_gate_proj(const ModelConfig& c, std::map<std::string, RawTensor> tensors,
                                                              std::vector<std::vector<uint8_t>>& arena);
+
+// Hy3's checkpoints: their names as Glm4MoeForCausalLM's (transformers' conversion mapping for
+// hy_v3): mlp.router.gate -> mlp.gate, mlp.expert_bias -> mlp.gate.e_score_correction_bias,
+// mlp.shared_mlp -> mlp.shared_experts. Other names pass through (a checkpoint saved in the
+// transformers names is unchanged).
+std::map<std::string, RawTensor> hy_v3_tensors(std::map<std::string, RawTensor> tensors);
 
 // Param2 MoE's checkpoints (and Sarvam MoE's, whose names transformers shares with them): their
 // original names as Glm4MoeForCausalLM's (transformers' conversion mapping for param2moe):

@@ -104,6 +104,7 @@ Status Checkpoint::open_directory() {
   if (config_.arch == "glm4_moe" && has_sarvam_layout(tensors_)) {  // Param2 MoE's names (models/alias_configs.h)
     BRIGADE_ASSIGN_OR_RETURN(tensors_, sarvam_layout_tensors(config_, std::move(tensors_)));
   }
+  if (config_.arch == "glm4_moe") tensors_ = hy_v3_tensors(std::move(tensors_));  // Hy3's names, where they are
   if (config_.arch == "glm4_moe" && config_.attn_gate) {  // MiniCPM 5's q|gate per head (models/alias_configs.h)
     BRIGADE_ASSIGN_OR_RETURN(tensors_, split_q_gate_proj(config_, std::move(tensors_), derived_));
   }

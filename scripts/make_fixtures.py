@@ -981,6 +981,14 @@ def fixtures():
             num_shared_experts=2, shared_expert_combination_strategy="sum", expert_selection_fn="sigmoid",
             norm_topk_prob=True, rms_norm_eps=1e-6, sliding_window=8, sliding_window_pattern=3, logit_scale=0.25,
             pad_token_id=0)),
+        # Tencent Hy3 (HYV3ForCausalLM, tencent/Hy3-preview): layer 0 a dense SwiGLU, then 8 experts
+        # of 32, the top 2 by sigmoid + selection bias, renormalised, times 2.826, beside one shared
+        # expert, behind Apertus's attention (per-head q/k norms); theta 11158840 (HYV3Config's).
+        # Saved in the checkpoints' names (mlp.router.gate, mlp.expert_bias, mlp.shared_mlp).
+        "hy_v3": ("HYV3Config", "HYV3ForCausalLM", base_config(
+            num_hidden_layers=3, head_dim=16, intermediate_size=96, num_experts=8, num_experts_per_tok=2,
+            num_shared_experts=1, moe_intermediate_size=32, router_scaling_factor=2.826, rope_theta=11158840.0,
+            pad_token_id=0)),
     }
 
 
@@ -1605,7 +1613,7 @@ def make(name, config_cls, model_cls, kw, seed, model=None):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("nanochat", "cwm", "iquestcoder", "solar", "minicpm", "youtu", "bamba", "deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "ministral", "vaultgemma", "param2moe", "sarvam", "cohere2_moe", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone", "gpt")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("nanochat", "cwm", "iquestcoder", "solar", "minicpm", "youtu", "bamba", "deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "ministral", "vaultgemma", "param2moe", "sarvam", "cohere2_moe", "hy_v3", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone", "gpt")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 

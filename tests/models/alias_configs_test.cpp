@@ -123,6 +123,29 @@ TEST(AliasConfigs, SarvamMoeAndMlaReadTheirOriginalConfigs) {
   EXPECT_EQ(y->rope_scaling.type, RopeScalingType::yarn) << "deepseek_yarn is YaRN";
 }
 
+// Hy3: GLM-4.5's MoE with q/k norms always, whole heads rotated, HYV3Config's defaults (theta
+// 11158840, a dense first layer, router_scaling_factor); biases refused by name.
+TEST(AliasConfigs, Hy3IsGlm45sExpertsBehindQkNorms) {
+  auto c = parse_hf_config(fixture_config("hy_v3").dump());
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "glm4_moe");
+  EXPECT_TRUE(c->qk_norm);
+  EXPECT_FALSE(c->qkv_bias);
+  EXPECT_EQ(c->rope_dims(), c->head_dim);
+  EXPECT_FLOAT_EQ(c->routed_scaling_factor, 2.826f);
+  EXPECT_EQ(c->first_k_dense_replace, 1);
+  EXPECT_EQ(c->n_shared_experts, 1);
+  auto d = parse_hf_config(nlohmann::json{{"model_type", "hy_v3"}}.dump());
+  ASSERT_TRUE(d.has_value()) << d.status().to_string();
+  EXPECT_EQ(d->n_layers, 80);
+  EXPECT_EQ(d->n_experts, 192);
+  EXPECT_EQ(d->n_experts_per_tok, 8);
+  EXPECT_EQ(d->first_k_dense_replace, 1);
+  EXPECT_FLOAT_EQ(d->rope_theta, 11158840.0f);
+  testing::expect_config_refused(fixture_config("hy_v3"), {{[](nlohmann::json& j) { j["attention_bias"] = true; }, "attention_bias"},
+                                                          {[](nlohmann::json& j) { j["mlp_bias"] = true; }, "mlp_bias"}});
+}
+
 // Ministral: MistralConfig's window on every layer without layer_types, none when null.
 TEST(AliasConfigs, MinistralWindowsAndDefaults) {
   auto c = parse_hf_config(fixture_config("ministral").dump());

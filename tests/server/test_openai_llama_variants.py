@@ -2,7 +2,7 @@
 its MoE, Hunyuan dense, Apertus, Mistral 3's and Llama 4's language models, MiniMax-M2, Command R+
 and Command R7B, Granite 3 MoE with and without its shared MLP, Hunyuan MoE, dots.llm1, Phi-3.5-MoE, Arcee Trinity and AFM,
 Gemma 1, StarCoder2, Phi-2, StableLM, InternLM 2 and 3, ChatGLM's layout of GLM-4-9B, MiniCPM, MiniCPM 3, MiniCPM 5 MoE, CWM, IQuest-Coder, Solar Open, Youtu-LLM, Ministral, VaultGemma, Param2 MoE,
-Sarvam MoE and MLA, GraniteSWA and GraniteMoeSWA, Cohere2 MoE) served through the real `openai`
+Sarvam MoE and MLA, GraniteSWA and GraniteMoeSWA, Cohere2 MoE, Hy3) served through the real `openai`
 client against `brigade serve` on the transformers fixtures of scripts/make_fixtures.py
 (tests/fixtures/<name>/expected.json: prompts of token ids, transformers' greedy continuation and
 the logits it chose each token from).
@@ -26,7 +26,7 @@ MODELS = ["olmo", "olmo3", "olmoe", "olmoe_clip", "dbrx", "exaone4", "glm4", "se
           "gpt_neox", "gptj", "gpt2", "gpt_bigcode", "internlm2", "internlm3", "chatglm", "minicpm",
           "cwm", "iquestcoder", "solar_open", "minicpm5_moe", "youtu", "minicpm3", "ministral", "vaultgemma",
           "param2moe", "sarvam_moe", "sarvam_mla", "granite_swa", "granitemoe_swa", "cohere2_moe",
-          "cohere2_moe_sigmoid"]
+          "cohere2_moe_sigmoid", "hy_v3"]
 
 
 @pytest.mark.parametrize("name", MODELS)
