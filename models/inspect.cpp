@@ -3,11 +3,37 @@
 #include <algorithm>
 #include <cstdio>
 
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "models/alias_configs.h"
 #include "models/checkpoint.h"
+#include "models/config_json.h"
+#include "models/mapped_file.h"
 #include "models/state_space.h"
 
 namespace brigade {
 namespace {
+
+// A checkpoint directory whose config.json brigade reads as another architecture's
+// (models/alias_configs.h; GraniteSWA as Granite, by model_type): " (config.json: <its class>,
+// model_type <its type>)", to stand beside the architecture it runs as; else empty.
+std::string read_as_note(const ModelInfo& m) {
+  if (m.format != "safetensors" || m.config.multimodal_text) return {};
+  auto text = read_text_file((std::filesystem::path(m.path) / "config.json").string());
+  if (!text) return {};
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+  if (!j.is_object()) return {};
+  const std::string cls = config_architecture(j), type = config_model_type(j);
+  nlohmann::json aliased = j;
+  if (!apply_alias_config(aliased).is_ok()) return {};
+  const bool rewritten = config_architecture(aliased) != cls || config_model_type(aliased) != type;
+  if (!rewritten && type != "granite_swa" && type != "granitemoe_swa") return {};
+  std::string note = " (config.json: ";
+  if (!cls.empty()) note += cls + (type.empty() ? "" : ", ");
+  if (!type.empty()) note += "model_type " + type;
+  return note + ")";
+}
 
 // DeepSeek's routing rule in one line: scoring, bias, groups, scaling and shared experts.
 std::string deepseek_routing(const ModelConfig& c) {
@@ -88,7 +114,8 @@ std::string format_model_info(const ModelInfo& m) {
                       : c.arch == "gemma3n_text"              ? "Gemma3nForConditionalGeneration"
                       : c.arch == "gemma4_text"               ? "Gemma4ForConditionalGeneration"
                                                               : "Gemma3ForConditionalGeneration";
-  s += "architecture:  " + c.arch + (c.multimodal_text ? std::string(" (the language model of ") + whole + ")" : "") + "\n";
+  s += "architecture:  " + c.arch + (c.multimodal_text ? std::string(" (the language model of ") + whole + ")" : "") +
+       read_as_note(m) + "\n";
   if (c.vision.present() && c.vision.kind == VisionKind::pixtral) {
     const VisionConfig& v = c.vision;
     s += "vision:        Pixtral " + std::to_string(v.n_layers) + " layers, hidden " + std::to_string(v.hidden_size) +

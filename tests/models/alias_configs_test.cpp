@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "models/inspect.h"
 #include "models/model_config.h"
 #include "split_test_util.h"
 
@@ -186,6 +187,22 @@ TEST(AliasConfigs, GraniteSwaRopeBasesPerLayer) {
       {[](nlohmann::json& j) {
          j["rope_parameters"] = {{"rope_type", "linear"}, {"factor", 2.0}, {"rope_theta", 10000.0}};
        }, "layer_rope_theta"}});
+}
+
+// inspect names the class a config.json holds beside the architecture an alias runs it as; a model
+// read as its own architecture gets no such note.
+TEST(AliasConfigs, InspectNamesTheConfigsOwnClass) {
+  for (const auto& [fixture, line] : {std::pair{"param2moe", "architecture:  glm4_moe (config.json: Param2MoEForCausalLM, model_type param2moe)\n"},
+                                      {"hy_v3", "architecture:  glm4_moe (config.json: HYV3ForCausalLM, model_type hy_v3)\n"},
+                                      {"sarvam_mla", "architecture:  deepseek_v3 (config.json: SarvamMLAForCausalLM, model_type sarvam_mla)\n"},
+                                      {"granite_swa", "architecture:  granite (config.json: GraniteSWAForCausalLM, model_type granite_swa)\n"},
+                                      {"ministral", "architecture:  ministral\n"},
+                                      {"glm4_moe", "architecture:  glm4_moe\n"}}) {
+    auto info = inspect_model(testing::fixture_dir(fixture));
+    ASSERT_TRUE(info.has_value()) << fixture << ": " << info.status().to_string();
+    const std::string text = format_model_info(*info);
+    EXPECT_NE(text.find(line), std::string::npos) << fixture << ":\n" << text;
+  }
 }
 
 TEST(AliasConfigs, CwmWindowsAndDefaults) {
