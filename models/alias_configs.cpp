@@ -1,5 +1,6 @@
 #include "models/alias_configs.h"
 
+#include <algorithm>
 #include <initializer_list>
 #include <string_view>
 
@@ -239,6 +240,11 @@ std::map<std::string, RawTensor> hy_v3_tensors(std::map<std::string, RawTensor> 
   static constexpr std::pair<const char*, const char*> kRenames[] = {
       {".mlp.router.gate.", ".mlp.gate."}, {".mlp.expert_bias", ".mlp.gate.e_score_correction_bias"},
       {".mlp.shared_mlp.", ".mlp.shared_experts."}};
+  const auto hy3_name = [](const std::string& name) {
+    return std::any_of(std::begin(kRenames), std::end(kRenames),
+                       [&](const auto& r) { return name.find(r.first) != std::string::npos; });
+  };
+  if (std::none_of(tensors.begin(), tensors.end(), [&](const auto& kv) { return hy3_name(kv.first); })) return tensors;
   std::map<std::string, RawTensor> out;
   for (auto& [stored, t] : tensors) {
     t.name = renamed(stored, kRenames);

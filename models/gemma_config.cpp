@@ -53,6 +53,14 @@ Status read_layer_types(const json& j, ModelConfig& c, int default_pattern) {
   return Status::ok();
 }
 
+Status read_window_or_null(const json& j, ModelConfig& c, int fallback) {
+  c.sliding_window = fallback;
+  if (auto it = j.find("sliding_window"); it != j.end() && it->is_null()) c.sliding_window = 0;
+  else BRIGADE_RETURN_IF_ERROR(read_int(j, "sliding_window", c.sliding_window, false));
+  if (c.sliding_window < 0) return invalid_argument("config.json: sliding_window must be >= 0 or null");
+  return Status::ok();
+}
+
 Status read_rope_by_layer_type(const json& j, ModelConfig& c) {
   auto it = j.find("rope_parameters");
   if (it == j.end() || !it->is_object() || !it->contains("full_attention")) return Status::ok();

@@ -29,6 +29,9 @@ Status read_gemma(const nlohmann::json& j, ModelConfig& c);
 // (default_pattern when that field is absent too) slides: Gemma2Config and GptOssConfig 2 (even
 // layers slide), Gemma3TextConfig 6. Needs c.n_layers.
 Status read_layer_types(const nlohmann::json& j, ModelConfig& c, int default_pattern);
+// sliding_window into c.sliding_window: `fallback` when absent, 0 (none) when null; invalid_argument
+// for a negative one.
+Status read_window_or_null(const nlohmann::json& j, ModelConfig& c, int fallback);
 
 // transformers 5's rope_parameters by layer type ({"full_attention": {...}, "sliding_attention":
 // {...}}, Gemma 3's and OLMo 3's): the full layers' rope_theta and scaling into c.rope_theta and

@@ -125,10 +125,7 @@ namespace {
 Status read_ministral(const json& j, ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(require_act(j, c, "silu"));
   c.qkv_bias = c.o_bias = false;
-  c.sliding_window = 4096;
-  if (auto it = j.find("sliding_window"); it != j.end() && it->is_null()) c.sliding_window = 0;
-  else BRIGADE_RETURN_IF_ERROR(read_int(j, "sliding_window", c.sliding_window, false));
-  if (c.sliding_window < 0) return invalid_argument("config.json: sliding_window must be >= 0 or null");
+  BRIGADE_RETURN_IF_ERROR(read_window_or_null(j, c, 4096));
   c.sliding_layers.clear();  // every layer slides
   if (auto it = j.find("layer_types"); it != j.end() && !it->is_null()) return read_layer_types(j, c, 1);
   return Status::ok();
@@ -444,11 +441,6 @@ Status read_cohere2_moe(const json& j, ModelConfig& c) {
     c.layer_norms = false;
     BRIGADE_RETURN_IF_ERROR(read_float(j, "rms_norm_eps", c.rms_eps));
   }
-  c.sliding_window = 4096;
-  if (auto it = j.find("sliding_window"); it != j.end() && it->is_null())
-    return unsupported("config.json: sliding_window null is not supported for cohere2_moe (its sliding layers need a window)");
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "sliding_window", c.sliding_window, false));
-  if (c.sliding_window <= 0) return invalid_argument("config.json: sliding_window must be > 0");
   int first_dense = 0, prefix_pattern = 1, pattern = 4;
   BRIGADE_RETURN_IF_ERROR(read_int(j, "first_k_dense_replace", first_dense, false));
   BRIGADE_RETURN_IF_ERROR(read_int(j, "prefix_dense_sliding_window_pattern", prefix_pattern, false));
@@ -466,10 +458,7 @@ Status read_cohere2_moe(const json& j, ModelConfig& c) {
     }
   }
   // Experts (validate_moe checks them) and which layers are dense.
-  int inter = 22528;
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "intermediate_size", inter, false));
-  c.moe_intermediate_size = inter;
-  c.intermediate_size = inter;
+  c.moe_intermediate_size = c.intermediate_size;  // (the experts' width; the dense prefix's below)
   BRIGADE_RETURN_IF_ERROR(read_int(j, "prefix_dense_intermediate_size", c.intermediate_size, false));
   c.n_experts = 8;
   c.n_experts_per_tok = 2;
@@ -523,13 +512,14 @@ Status read_cohere(const json& j, ModelConfig& c) {
     BRIGADE_RETURN_IF_ERROR(read_bool(j, "use_qk_norm", c.qk_norm));
     return Status::ok();
   }
-  if (c.arch == "cohere2_moe") return read_cohere2_moe(j, c);
-  if (c.n_heads > 0) c.head_dim = c.hidden_size / c.n_heads;  // Cohere2Config ignores a head_dim field
-  c.sliding_window = 4096;
+  c.sliding_window = 4096;  // Cohere2Config's and Cohere2MoeConfig's
   if (auto it = j.find("sliding_window"); it != j.end() && it->is_null())
-    return unsupported("config.json: sliding_window null is not supported for cohere2 (its sliding layers need a window)");
+    return unsupported("config.json: sliding_window null is not supported for " + c.arch +
+                       " (its sliding layers need a window)");
   BRIGADE_RETURN_IF_ERROR(read_int(j, "sliding_window", c.sliding_window, false));
   if (c.sliding_window <= 0) return invalid_argument("config.json: sliding_window must be > 0");
+  if (c.arch == "cohere2_moe") return read_cohere2_moe(j, c);
+  if (c.n_heads > 0) c.head_dim = c.hidden_size / c.n_heads;  // Cohere2Config ignores a head_dim field
   BRIGADE_RETURN_IF_ERROR(read_layer_types(j, c, 4));
   nope_on_full_layers(c);
   return Status::ok();
@@ -543,10 +533,7 @@ Status read_cohere(const json& j, ModelConfig& c) {
 Status read_dots1_attention(const json& j, ModelConfig& c) {
   c.qk_norm = true;
   c.qkv_bias = c.o_bias = c.attention_bias;
-  c.sliding_window = 4096;
-  if (auto it = j.find("sliding_window"); it != j.end() && it->is_null()) c.sliding_window = 0;
-  else BRIGADE_RETURN_IF_ERROR(read_int(j, "sliding_window", c.sliding_window, false));
-  if (c.sliding_window < 0) return invalid_argument("config.json: sliding_window must be >= 0 or null");
+  BRIGADE_RETURN_IF_ERROR(read_window_or_null(j, c, 4096));
   if (auto it = j.find("layer_types"); it != j.end() && !it->is_null()) return read_layer_types(j, c, 1);
   int max_window_layers = 62;
   BRIGADE_RETURN_IF_ERROR(read_int(j, "max_window_layers", max_window_layers, false));

@@ -260,10 +260,7 @@ Status read_granite(const json& j, ModelConfig& c) {
 // sliding layers' unscaled), so other mixes are refused by name.
 Status read_granite_swa(const json& j, ModelConfig& c) {
   c.attn_sinks = true;
-  c.sliding_window = 128;
-  if (auto it = j.find("sliding_window"); it != j.end() && it->is_null()) c.sliding_window = 0;
-  else BRIGADE_RETURN_IF_ERROR(read_int(j, "sliding_window", c.sliding_window, false));
-  if (c.sliding_window < 0) return invalid_argument("config.json: sliding_window must be >= 0 or null");
+  BRIGADE_RETURN_IF_ERROR(read_window_or_null(j, c, 128));
   if (auto it = j.find("layer_types"); it != j.end() && !it->is_null()) {
     BRIGADE_RETURN_IF_ERROR(read_layer_types(j, c, 1));
   } else {

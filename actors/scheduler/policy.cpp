@@ -616,17 +616,17 @@ void SchedulerPolicy::plan_waiting_whole(PlannedStep& step, std::vector<StepEntr
       continue;
     }
     const int n = chunk_within_images(s, std::min(static_cast<int>(s.tokens.size()) - s.n_scheduled, budget));
-    const bool alone = runs_alone(s, n);
-    if (n == 0 || (alone && !step.seqs.empty()) || !ensure_pages(s, s.n_scheduled + n, pages))
-      continue;  // still waits (another took the room)
-    s.waits_for_room = false;
-    add_work(s, n, step, entries);
-    budget -= n;
-    if (alone) {
-      budget = 0;  // nothing joins it
-      return;
-    }
+    if (plan_chunk(s, n, step, entries, budget, pages)) s.waits_for_room = false;  // else it still waits
   }
+}
+
+bool SchedulerPolicy::plan_chunk(Seq& s, int n, PlannedStep& step, std::vector<StepEntry>& entries, int& budget,
+                                 PageSource& pages) {
+  const bool alone = runs_alone(s, n);
+  if (n == 0 || (alone && !step.seqs.empty()) || !ensure_pages(s, s.n_scheduled + n, pages)) return false;
+  add_work(s, n, step, entries);
+  budget = alone ? 0 : budget - n;  // nothing joins a chunk that runs alone
+  return true;
 }
 
 std::optional<PlannedStep> SchedulerPolicy::plan(PageSource& pages) {
@@ -653,11 +653,8 @@ std::optional<PlannedStep> SchedulerPolicy::plan(PageSource& pages) {
       if (it == running_.end() || !wants_chunk(it->second)) continue;
       Seq& s = it->second;
       const int n = chunk_within_images(s, static_cast<int>(s.tokens.size()) - s.n_scheduled);
-      const bool alone = runs_alone(s, n);
-      if (n == 0 || (!step.seqs.empty() && (alone || n > budget))) continue;
-      if (!ensure_pages(s, s.n_scheduled + n, pages)) continue;
-      add_work(s, n, step, entries);
-      budget = alone ? 0 : budget - n;
+      if (!step.seqs.empty() && n > budget) continue;
+      plan_chunk(s, n, step, entries, budget, pages);
     }
   }
   const bool prefill_only = !step.seqs.empty();
@@ -677,12 +674,9 @@ std::optional<PlannedStep> SchedulerPolicy::plan(PageSource& pages) {
     const int n = chunk_within_images(s, std::min(rest, budget));
     // Cut to nothing by the budget alone (a whole chunk longer than what is left), or one that
     // runs alone in a step that holds others: it goes first next step.
-    const bool alone = runs_alone(s, n);
-    if ((n == 0 && budget < rest && chunk_within_images(s, rest) > 0) || (alone && !step.seqs.empty()))
+    if ((n == 0 && budget < rest && chunk_within_images(s, rest) > 0) || (runs_alone(s, n) && !step.seqs.empty()))
       s.waits_for_room = true;
-    if (n == 0 || (alone && !step.seqs.empty()) || !ensure_pages(s, s.n_scheduled + n, pages)) continue;
-    add_work(s, n, step, entries);
-    budget = alone ? 0 : budget - n;
+    plan_chunk(s, n, step, entries, budget, pages);
   }
   // A sequence admitted after the decodes whose cache match covers all but its last token (a
   // preempted one whose pages, or state snapshot, stayed cached) has a decode to run, not a

@@ -577,6 +577,9 @@ class SchedulerPolicy {
   // Plans, before the decodes, the chunks that must run whole and found no room last step
   // (Seq::waits_for_room), so that a steady load of decodes cannot keep them waiting.
   void plan_waiting_whole(PlannedStep& step, std::vector<StepEntry>& entries, int& budget, PageSource& pages);
+  // Plans s's chunk of n tokens unless n is 0, it runs alone in a step that already holds others,
+  // or its pages cannot be had; one that runs alone closes the step (budget 0). Whether it did.
+  bool plan_chunk(Seq& s, int n, PlannedStep& step, std::vector<StepEntry>& entries, int& budget, PageSource& pages);
   // The longest prefix of at most n tokens that does not end inside an image (a prefix-cache
   // match is cut back to it, so the image's rows are computed together); n when images_split.
   int image_safe_prefix(const Seq& s, int n) const;
