@@ -37,4 +37,15 @@ RawTensor take_rows(const RawTensor& t, const std::vector<RowRange>& ranges, std
   return out;
 }
 
+std::vector<std::vector<RowRange>> qkv_rows_per_kv_group(int64_t groups, int64_t per_group, int64_t head_dim) {
+  std::vector<std::vector<RowRange>> parts(3);
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t at = g * (per_group + 2) * head_dim;
+    parts[0].push_back({at, per_group * head_dim});
+    parts[1].push_back({at + per_group * head_dim, head_dim});
+    parts[2].push_back({at + (per_group + 1) * head_dim, head_dim});
+  }
+  return parts;
+}
+
 }  // namespace brigade

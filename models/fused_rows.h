@@ -1,5 +1,5 @@
 // Internal to models/: taking a fused checkpoint tensor apart by rows at open (GPT-NeoX's and
-// GPTBigCode-MHA's q|k|v per head, models/gpt_decoders_config.h; InternLM2's wqkv per KV group,
+// GPTBigCode-MHA's q|k|v per head and Falcon's per KV group, models/gpt_decoders_config.h; InternLM2's wqkv per KV group,
 // models/internlm_config.h; ChatGLM's query_key_value; MiniCPM 5's q|gate), and the renaming those
 // readers share.
 #pragma once
@@ -31,5 +31,10 @@ std::string renamed(std::string name, std::span<const std::pair<const char*, con
 // `arena`, which the caller keeps alive as long as the result (Checkpoint's derived bytes).
 RawTensor take_rows(const RawTensor& t, const std::vector<RowRange>& ranges, std::string name,
                     std::vector<std::vector<uint8_t>>& arena);
+
+// The q, k and v rows of a q|k|v fused per KV group, [groups, per_group + 2, head_dim]: each group's
+// per_group query heads, then its k head, then its v head (InternLM2's wqkv, Falcon's
+// new_decoder_architecture query_key_value); parts[0] q, [1] k, [2] v, group by group.
+std::vector<std::vector<RowRange>> qkv_rows_per_kv_group(int64_t groups, int64_t per_group, int64_t head_dim);
 
 }  // namespace brigade

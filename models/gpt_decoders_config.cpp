@@ -11,10 +11,79 @@ namespace {
 
 using json = nlohmann::json;
 
-// The architecture a config describes by its model_type ("" for none of the four).
+// The architecture a config describes by its model_type ("" for none of them); the RW remote
+// code's Falcon configs (RefinedWebModel: Falcon-7B's; RefinedWeb: the new decoder, Falcon-40B's)
+// as falcon.
 std::string gpt_model_type(const json& j) {
   const std::string type = config_model_type(j);
+  if (type == "RefinedWeb" || type == "RefinedWebModel") return "falcon";
   return is_gpt_decoder(type) ? type : "";
+}
+
+// Falcon's config names as the common ones (apply_gpt_config_names): the RW remote code's n_embed,
+// n_head, n_layer, n_head_kv; FalconConfig's activation, ffn_hidden_size (null: 4 * hidden) and the
+// K/V heads its attention produces (num_kv_heads, null: one per query head, with
+// new_decoder_architecture or without multi_query; else 1); its defaults (tied, bos = eos = 11).
+void apply_falcon_config_names(json& j) {
+  if (config_model_type(j) == "RefinedWeb" && !j.contains("new_decoder_architecture")) j["new_decoder_architecture"] = true;
+  static constexpr std::pair<const char*, const char*> kNames[] = {{"n_embed", "hidden_size"},
+                                                                   {"n_head", "num_attention_heads"},
+                                                                   {"n_layer", "num_hidden_layers"},
+                                                                   {"n_head_kv", "num_kv_heads"},
+                                                                   {"activation", "hidden_act"}};
+  for (const auto& [hub, ours] : kNames)
+    if (j.contains(hub) && !j.contains(ours)) j[ours] = j[hub];
+  auto flag = [&](const char* key, bool fallback) {
+    auto it = j.find(key);
+    return it != j.end() && it->is_boolean() ? it->get<bool>() : fallback;
+  };
+  const bool per_query = flag("new_decoder_architecture", false) || !flag("multi_query", true);
+  if (auto kv = j.find("num_kv_heads"); per_query && kv != j.end() && !kv->is_null()) j["num_key_value_heads"] = *kv;
+  else if (per_query && j.contains("num_attention_heads")) j["num_key_value_heads"] = j["num_attention_heads"];
+  else if (!per_query) j["num_key_value_heads"] = 1;
+  if (auto ffn = j.find("ffn_hidden_size"); ffn != j.end() && !ffn->is_null()) j["intermediate_size"] = *ffn;
+  else if (auto h = j.find("hidden_size"); h != j.end() && h->is_number_integer()) j["intermediate_size"] = 4 * h->get<int64_t>();
+  if (!j.contains("tie_word_embeddings")) j["tie_word_embeddings"] = true;
+  for (const char* id : {"bos_token_id", "eos_token_id"})
+    if (!j.contains(id)) j[id] = 11;  // FalconConfig's
+}
+
+// Falcon (FalconForCausalLM; the RW remote code's RWForCausalLM): the attention and the MLP side by
+// side (parallel_attn, and always with new_decoder_architecture) on one LayerNorm, or on ln_attn and
+// ln_mlp (the new decoder's num_ln_in_parallel_attn, 2 by default there), else sequential;
+// `bias` on every projection; RoPE (NeoX halves) over the whole head. ALiBi (Falcon-RW's alibi) and
+// the combinations transformers' FalconDecoderLayer cannot run are refused by name.
+Status read_falcon(const json& j, ModelConfig& c) {
+  bool alibi = false, new_decoder = false, parallel = true, bias = false, multi_query = true;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "alibi", alibi));
+  if (alibi)
+    return unsupported("config.json: alibi = true is not supported for falcon (ALiBi position biases, Falcon-RW's); "
+                       "brigade runs Falcon's rotary models");
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "new_decoder_architecture", new_decoder));
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "parallel_attn", parallel));
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "bias", bias));
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "multi_query", multi_query));
+  int norms = new_decoder ? 2 : 1;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_ln_in_parallel_attn", norms, false));
+  if (norms != 1 && norms != 2)
+    return invalid_argument("config.json: num_ln_in_parallel_attn must be 1, 2 or null (got " + std::to_string(norms) + ")");
+  if (new_decoder && !parallel)
+    return unsupported("config.json: new_decoder_architecture = true with parallel_attn = false is not supported for "
+                       "falcon (transformers' FalconDecoderLayer builds no norms it could run); the new decoder is parallel");
+  if (!new_decoder && parallel && norms == 2)
+    return unsupported("config.json: num_ln_in_parallel_attn = 2 is not supported for falcon without "
+                       "new_decoder_architecture (transformers' FalconDecoderLayer reads one norm there)");
+  if (!new_decoder && !multi_query && c.n_kv_heads != c.n_heads)
+    return invalid_argument("config.json: num_kv_heads (" + std::to_string(c.n_kv_heads) +
+                            ") must equal num_attention_heads for falcon without multi_query or the new decoder "
+                            "(its query_key_value holds a k and a v head per query head)");
+  if (c.n_kv_heads <= 0 || c.n_heads % c.n_kv_heads != 0)
+    return invalid_argument("config.json: num_attention_heads (" + std::to_string(c.n_heads) +
+                            ") must be a multiple of num_kv_heads (" + std::to_string(c.n_kv_heads) + ") for falcon");
+  c.parallel_blocks = parallel || new_decoder;
+  c.parallel_mlp_norm = new_decoder && norms == 2;
+  c.qkv_bias = c.o_bias = c.mlp_bias = c.attention_bias = bias;
+  return Status::ok();
 }
 
 // hidden_act (`fallback` when absent) into c.mlp_activation: exact-erf gelu (Pythia's), or the
@@ -84,9 +153,12 @@ Status read_gpt2_attention(const json& j, ModelConfig& c) {
 }
 
 // Fused q|k|v rows of each part: GPT-NeoX's (and GPTBigCode MHA's) per head [heads, 3, head_dim],
-// else q, k, v one after the other.
+// Falcon's per KV group [kv heads, query heads per group + 2, head_dim] (Falcon-7B's MQA one group:
+// q, k, v one after the other; its MHA a group per head, as GPT-NeoX's), else q, k, v one after the
+// other.
 std::vector<std::vector<RowRange>> qkv_parts(const ModelConfig& c, bool per_head) {
   const int64_t hd = c.head_dim, q = int64_t{c.n_heads} * hd, kv = int64_t{c.n_kv_heads} * hd;
+  if (c.arch == "falcon") return qkv_rows_per_kv_group(c.n_kv_heads, c.n_heads / c.n_kv_heads, hd);
   if (!per_head) return {{{0, q}}, {{q, kv}}, {{q + kv, kv}}};
   std::vector<std::vector<RowRange>> parts(3);
   for (int64_t h = 0; h < c.n_heads; ++h)
@@ -130,7 +202,16 @@ const Renames& renames(const std::string& arch) {
                                 {".attention.dense.", ".self_attn.o_proj."},
                                 {".mlp.dense_h_to_4h.", ".mlp.up_proj."},
                                 {".mlp.dense_4h_to_h.", ".mlp.down_proj."}};
-  return arch == "gpt_neox" ? kNeox : arch == "gptj" ? kGptj : kGpt2;
+  static const Renames kFalcon = {{"transformer.word_embeddings.", "model.embed_tokens."},
+                                  {"transformer.ln_f.", "model.norm."},
+                                  {"transformer.h.", "model.layers."},
+                                  {".self_attention.query_key_value.", ".self_attn.qkv."},
+                                  {".self_attention.dense.", ".self_attn.o_proj."},
+                                  {".ln_attn.", ".input_layernorm."},
+                                  {".ln_mlp.", ".post_attention_layernorm."},
+                                  {".mlp.dense_h_to_4h.", ".mlp.up_proj."},
+                                  {".mlp.dense_4h_to_h.", ".mlp.down_proj."}};
+  return arch == "gpt_neox" ? kNeox : arch == "gptj" ? kGptj : arch == "falcon" ? kFalcon : kGpt2;
 }
 
 // The buffers transformers keeps beside the weights (older checkpoints store them): nothing to load.
@@ -175,12 +256,13 @@ Status split_qkv(const ModelConfig& c, const std::string& name, const RawTensor&
 }  // namespace
 
 bool is_gpt_decoder(const std::string& arch) {
-  return arch == "gpt_neox" || arch == "gptj" || arch == "gpt2" || arch == "gpt_bigcode";
+  return arch == "gpt_neox" || arch == "gptj" || arch == "gpt2" || arch == "gpt_bigcode" || arch == "falcon";
 }
 
 void apply_gpt_config_names(json& j) {
   const std::string type = gpt_model_type(j);
   if (type.empty()) return;
+  if (type == "falcon") return apply_falcon_config_names(j);
   if (type == "gpt_neox") {
     if (j.contains("rotary_emb_base") && !j.contains("rope_theta")) j["rope_theta"] = j["rotary_emb_base"];
     return;
@@ -212,7 +294,7 @@ Status read_gpt_decoder(const json& j, ModelConfig& c) {
   if (auto q = j.find("quantization_config"); q != j.end() && !q->is_null())
     return unsupported("config.json: quantization_config is not supported for " + c.arch +
                        " (its fused and transposed weights are split at open); load the unquantized checkpoint");
-  const char* fallback = c.arch == "gpt_neox" ? "gelu" : c.arch == "gpt_bigcode" ? "gelu_pytorch_tanh" : "gelu_new";
+  const char* fallback = c.arch == "gpt_neox" || c.arch == "falcon" ? "gelu" : c.arch == "gpt_bigcode" ? "gelu_pytorch_tanh" : "gelu_new";
   BRIGADE_RETURN_IF_ERROR(read_activation(j, fallback, c));
   c.mlp_ungated = c.mlp_bias = true;
   c.layer_norms = c.norm_bias = true;
@@ -223,7 +305,8 @@ Status read_gpt_decoder(const json& j, ModelConfig& c) {
   if (c.n_heads <= 0 || c.hidden_size % c.n_heads != 0)
     return invalid_argument("config.json: the hidden size (" + std::to_string(c.hidden_size) +
                             ") must be divisible by the head count for " + c.arch);
-  c.head_dim = c.hidden_size / c.n_heads;  // none of the four reads a head_dim
+  c.head_dim = c.hidden_size / c.n_heads;  // none of them reads a head_dim
+  if (c.arch == "falcon") return read_falcon(j, c);
   if (c.arch == "gpt_neox") {
     bool bias = true, parallel = true;
     BRIGADE_RETURN_IF_ERROR(read_bool(j, "attention_bias", bias));

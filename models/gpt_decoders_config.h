@@ -17,8 +17,18 @@
 //     and c_proj with biases, c_fc -> activation_function -> c_proj with biases, tied by default;
 //     GPT-2's Conv1D weights stored [in, out]; GPTBigCode's multi_query (true by default) one
 //     k/v head (MQA), else c_attn per head as GPT-NeoX's.
-// Their config.json names (n_embd, n_layer, n_head, n_positions, n_inner, activation_function)
-// are copied under the common ones first (apply_gpt_config_names); hidden_act / activation_function
+//   falcon (FalconForCausalLM: Falcon-7B / 40B / 180B, Falcon2-11B; FalconConfig; also the RW
+//     remote code's RWForCausalLM configs, model_type RefinedWebModel / RefinedWeb): biased
+//     LayerNorms (layer_norm_epsilon), query_key_value fused per KV group [kv heads, query heads per
+//     group + 2, head_dim] (multi_query: one k/v head; new_decoder_architecture: num_kv_heads),
+//     dense, dense_h_to_4h -> activation (exact gelu by default) -> dense_4h_to_h, all with `bias`;
+//     RoPE (NeoX halves) over the whole head; parallel_attn (true by default, always with the new
+//     decoder) puts the attention and MLP side by side on input_layernorm, or on ln_attn / ln_mlp
+//     (the new decoder's num_ln_in_parallel_attn 2, its default: parallel_mlp_norm); tied by
+//     default. ALiBi (Falcon-RW) is refused.
+// Their config.json names (n_embd, n_layer, n_head, n_positions, n_inner, activation_function;
+// Falcon's n_embed, n_head_kv, num_kv_heads, ffn_hidden_size, activation) are copied under the common
+// ones first (apply_gpt_config_names); hidden_act / activation_function
 // one of gelu (exact erf), gelu_new, gelu_fast, gelu_pytorch_tanh (the tanh form).
 #pragma once
 
@@ -40,13 +50,14 @@ bool is_gpt_decoder(const std::string& arch);
 // as intermediate_size (null: 4 * n_embd), activation_function as hidden_act), their class
 // defaults where config.json has none (max positions, GPT-2's and GPTBigCode's tied head),
 // GPTBigCode's multi_query as num_key_value_heads (1, else n_head), GPT-NeoX's rotary_emb_base as
-// rope_theta. Any other config is left unchanged.
+// rope_theta, Falcon's names and defaults (models/gpt_decoders_config.cpp: apply_falcon_config_names).
+// Any other config is left unchanged.
 void apply_gpt_config_names(nlohmann::json& j);
 
 // What the architecture adds to the Llama decoder (c.arch one of the above, the common fields read
 // already). Refuses by name what the decoder does not run: another activation, GPT-J's
 // rotary_dim null, GPT-2's scale_attn_by_inverse_layer_idx, scale_attn_weights false,
-// add_cross_attention, a quantization_config.
+// add_cross_attention, a quantization_config, Falcon's alibi.
 Status read_gpt_decoder(const nlohmann::json& j, ModelConfig& c);
 
 // A gpt_neox / gptj / gpt2 / gpt_bigcode checkpoint's tensors under the Llama decoder's names

@@ -56,14 +56,7 @@ Expected<std::map<std::string, RawTensor>> internlm2_tensors(const ModelConfig& 
       {".feed_forward.w2.", ".mlp.down_proj."}};
   const int64_t hd = c.head_dim, groups = c.n_kv_heads;
   const int64_t per_group = groups > 0 ? c.n_heads / groups : 0;
-  // wqkv's rows [groups, per_group + 2, head_dim]: each part's ranges, group by group.
-  std::vector<std::vector<RowRange>> parts(3);
-  for (int64_t g = 0; g < groups; ++g) {
-    const int64_t at = g * (per_group + 2) * hd;
-    parts[0].push_back({at, per_group * hd});
-    parts[1].push_back({at + per_group * hd, hd});
-    parts[2].push_back({at + (per_group + 1) * hd, hd});
-  }
+  const auto parts = qkv_rows_per_kv_group(groups, per_group, hd);  // wqkv's rows [groups, per_group + 2, head_dim]
   std::map<std::string, RawTensor> out;
   for (auto& [stored, t] : tensors) {
     const char* prefix = llm_prefix(stored);

@@ -989,6 +989,34 @@ def fixtures():
             num_hidden_layers=3, head_dim=16, intermediate_size=96, num_experts=8, num_experts_per_tok=2,
             num_shared_experts=1, moe_intermediate_size=32, router_scaling_factor=2.826, rope_theta=11158840.0,
             pad_token_id=0)),
+        # Falcon (FalconForCausalLM; make_gpt, GPT_SEEDS): query_key_value fused per KV group, biased
+        # LayerNorms, RoPE (NeoX halves) over whole heads, exact gelu; hidden 32, 4 heads of 8.
+        # Falcon-7B's layer: multi_query (q rows, then one k and one v head), the attention and the
+        # MLP side by side on one norm, no biases, tied.
+        "falcon": ("FalconConfig", "FalconForCausalLM", dict(
+            vocab_size=256, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, multi_query=True,
+            parallel_attn=True, new_decoder_architecture=False, bias=False, alibi=False, max_position_embeddings=256,
+            layer_norm_epsilon=1e-5, bos_token_id=1, eos_token_id=2, pad_token_id=0)),
+        # Falcon-40B / 180B's new decoder: num_kv_heads 2 (rows [2, 2 + 2, 8]), ln_attn and ln_mlp
+        # (num_ln_in_parallel_attn null: 2), ffn_hidden_size 64, theta 500, untied.
+        "falcon_new": ("FalconConfig", "FalconForCausalLM", dict(
+            vocab_size=256, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_kv_heads=2,
+            new_decoder_architecture=True, bias=False, alibi=False, ffn_hidden_size=64, max_position_embeddings=256,
+            rope_theta=500.0, layer_norm_epsilon=1e-5, bos_token_id=1, eos_token_id=2, pad_token_id=0,
+            tie_word_embeddings=False)),
+        # Falcon2-11B's: the new decoder on one norm (num_ln_in_parallel_attn 1), theta 500042.
+        "falcon_one_norm": ("FalconConfig", "FalconForCausalLM", dict(
+            vocab_size=256, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_kv_heads=2,
+            new_decoder_architecture=True, num_ln_in_parallel_attn=1, bias=False, alibi=False,
+            max_position_embeddings=256, rope_theta=500042.0, layer_norm_epsilon=1e-5, bos_token_id=1,
+            eos_token_id=2, pad_token_id=0)),
+        # Falcon's sequential layer (parallel_attn false: input_layernorm, then post_attention_layernorm
+        # before the MLP), MHA without multi_query (rows per head [4, 3, 8]), biases everywhere,
+        # gelu_new.
+        "falcon_sequential": ("FalconConfig", "FalconForCausalLM", dict(
+            vocab_size=256, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, multi_query=False,
+            parallel_attn=False, new_decoder_architecture=False, bias=True, alibi=False, activation="gelu_new",
+            max_position_embeddings=256, layer_norm_epsilon=1e-5, bos_token_id=1, eos_token_id=2, pad_token_id=0)),
     }
 
 
@@ -1613,14 +1641,15 @@ def make(name, config_cls, model_cls, kw, seed, model=None):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("nanochat", "cwm", "iquestcoder", "solar", "minicpm", "youtu", "bamba", "deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "ministral", "vaultgemma", "param2moe", "sarvam", "cohere2_moe", "hy_v3", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone", "gpt")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("nanochat", "cwm", "iquestcoder", "solar", "minicpm", "youtu", "bamba", "deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "ministral", "vaultgemma", "param2moe", "sarvam", "cohere2_moe", "hy_v3", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone", "gpt", "falcon")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 
 
 # The GPT fixtures' seeds (fixed, so fixtures added to fixtures() before them change nothing).
 GPT_SEEDS = {"gpt_neox": 3600, "gpt_neox_sequential": 3601, "gptj": 3602, "gpt2": 3603, "gpt_bigcode": 3604,
-             "gpt_bigcode_mha": 3605}
+             "gpt_bigcode_mha": 3605, "falcon": 3606, "falcon_new": 3607, "falcon_one_norm": 3608,
+             "falcon_sequential": 3609}
 
 
 def gpt_model(config_cls, model_cls, kw, seed):

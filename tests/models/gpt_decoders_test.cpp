@@ -1,13 +1,15 @@
 // The classic GPT decoders against transformers (models/gpt_decoders_config.h): the gpt_neox,
-// gpt_neox_sequential, gptj, gpt2, gpt_bigcode and gpt_bigcode_mha fixtures
+// gpt_neox_sequential, gptj, gpt2, gpt_bigcode, gpt_bigcode_mha and falcon* fixtures
 // (scripts/make_fixtures.py) run in HfFixture (hf_fixture_test.cpp); here, their configs as
-// parsed (the Hub's names and transformers 5's), their cached decode steps, each piece moving the
-// logits far outside the tolerance when changed, the Hub's GPT-2 tensor layout (no transformer.
-// prefix, the causal-mask buffers) giving transformers' logits, the learned positions' limit,
-// refusals by name, what `inspect` says and what a step costs.
+// parsed (the Hub's names and transformers 5's, Falcon's RW remote-code names), their cached
+// decode steps, each piece moving the logits far outside the tolerance when changed, the Hub's
+// GPT-2 tensor layout (no transformer. prefix, the causal-mask buffers) and an RW config.json
+// giving transformers' logits, the learned positions' limit, refusals by name, what `inspect` says
+// and what a step costs.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -102,11 +104,103 @@ TEST(GptDecoders, GptjGpt2AndBigCodeConfigs) {
   EXPECT_EQ(mha->n_kv_heads, 4);
 }
 
+// Falcon's layers as FalconConfig describes them: Falcon-7B's (multi_query, one norm), the new
+// decoder's (Falcon-40B: num_kv_heads, ln_attn / ln_mlp; Falcon2-11B: one norm), the sequential
+// one; the Hub's config.json without the keys transformers 5 writes takes FalconConfig's defaults.
+TEST(GptDecoders, FalconConfigs) {
+  auto f = parse_fixture("falcon");
+  ASSERT_TRUE(f.has_value()) << f.status().to_string();
+  EXPECT_EQ(f->arch, "falcon");
+  EXPECT_EQ(f->n_kv_heads, 1) << "multi_query: one k and one v head (num_kv_heads 4 is not read)";
+  EXPECT_TRUE(f->parallel_blocks && f->tie_embeddings && f->layer_norms && f->norm_bias && f->mlp_ungated);
+  EXPECT_FALSE(f->parallel_mlp_norm || f->qkv_bias || f->o_bias || f->mlp_bias || f->learned_positions);
+  EXPECT_EQ(f->intermediate_size, 128);
+  EXPECT_EQ(f->mlp_activation, MlpActivation::gelu) << "nn.GELU, exact";
+  EXPECT_EQ(f->rope_style, RopeStyle::neox);
+  EXPECT_EQ(f->rope_dims(), 8) << "whole heads";
+  // tiiuae/falcon-7b's config.json: none of ffn_hidden_size, num_kv_heads, the ids, the tie, RoPE keys.
+  auto hub = parse_fixture("falcon", [](nlohmann::json& j) {
+    for (const char* k : {"ffn_hidden_size", "num_kv_heads", "num_key_value_heads", "bos_token_id", "eos_token_id",
+                          "tie_word_embeddings", "rope_parameters", "activation", "num_ln_in_parallel_attn",
+                          "max_position_embeddings"})
+      j.erase(k);
+  });
+  ASSERT_TRUE(hub.has_value()) << hub.status().to_string();
+  EXPECT_EQ(hub->n_kv_heads, 1);
+  EXPECT_EQ(hub->intermediate_size, 128) << "ffn_hidden_size null: 4 x hidden";
+  EXPECT_EQ(hub->bos_id, 11);
+  EXPECT_EQ(hub->eos_ids, std::vector<int>{11}) << "FalconConfig's ids";
+  EXPECT_TRUE(hub->tie_embeddings);
+  EXPECT_EQ(hub->rope_theta, 10000.0f);
+  EXPECT_EQ(hub->max_position, 2048);
+  EXPECT_EQ(hub->mlp_activation, MlpActivation::gelu);
+
+  auto n = parse_fixture("falcon_new");
+  ASSERT_TRUE(n.has_value()) << n.status().to_string();
+  EXPECT_EQ(n->n_kv_heads, 2);
+  EXPECT_TRUE(n->parallel_blocks && n->parallel_mlp_norm) << "ln_attn and ln_mlp";
+  EXPECT_FALSE(n->tie_embeddings);
+  EXPECT_EQ(n->intermediate_size, 64);
+  EXPECT_EQ(n->rope_theta, 500.0f);
+  // tiiuae/falcon-40b's config.json has no num_ln_in_parallel_attn (null: 2 with the new decoder) and
+  // parallel_attn is not read with it.
+  auto forty = parse_fixture("falcon_new", [](nlohmann::json& j) {
+    j.erase("num_ln_in_parallel_attn");
+    j.erase("num_key_value_heads");
+    j["multi_query"] = true;  // ignored by the new decoder
+  });
+  ASSERT_TRUE(forty.has_value()) << forty.status().to_string();
+  EXPECT_TRUE(forty->parallel_mlp_norm);
+  EXPECT_EQ(forty->n_kv_heads, 2);
+  auto one = parse_fixture("falcon_one_norm");
+  ASSERT_TRUE(one.has_value()) << one.status().to_string();
+  EXPECT_TRUE(one->parallel_blocks);
+  EXPECT_FALSE(one->parallel_mlp_norm) << "num_ln_in_parallel_attn 1";
+  EXPECT_EQ(one->rope_theta, 500042.0f);
+  auto s = parse_fixture("falcon_sequential");
+  ASSERT_TRUE(s.has_value()) << s.status().to_string();
+  EXPECT_FALSE(s->parallel_blocks || s->parallel_mlp_norm);
+  EXPECT_EQ(s->n_kv_heads, 4) << "no multi_query: a k and a v head per query head";
+  EXPECT_TRUE(s->qkv_bias && s->o_bias && s->mlp_bias);
+  EXPECT_EQ(s->mlp_activation, MlpActivation::gelu_tanh) << "gelu_new";
+}
+
+// The RW remote code's config.json (RWForCausalLM; model_type RefinedWebModel for Falcon-7B's layer,
+// RefinedWeb for the new decoder; n_embed, n_head, n_layer, n_head_kv): read as FalconConfig's, and
+// over the falcon fixture's weights (the RW checkpoints' tensor names are FalconForCausalLM's) it
+// gives transformers' logits.
+TEST(GptDecoders, FalconRwConfigs) {
+  const nlohmann::json seven = {{"architectures", {"RWForCausalLM"}}, {"model_type", "RefinedWebModel"},
+                                {"n_embed", 32}, {"n_head", 4}, {"n_layer", 2}, {"vocab_size", 256},
+                                {"multi_query", true}, {"parallel_attn", true}, {"bias", false},
+                                {"alibi", false}, {"layer_norm_epsilon", 1e-5}, {"bos_token_id", 1},
+                                {"eos_token_id", 2}, {"apply_residual_connection_post_layernorm", false}};
+  const testing::TempDir dir("falcon_rw");
+  std::filesystem::copy_file(fixture_dir("falcon") + "/model.safetensors", dir.file("model.safetensors"));
+  testing::write_text(dir.file("config.json"), seven.dump());
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto model = testing::load_or_fail(dir.str(), *backend);
+  ASSERT_NE(model, nullptr);
+  EXPECT_EQ(model->config().arch, "falcon");
+  EXPECT_EQ(model->config().n_kv_heads, 1);
+  for (const auto& c : testing::read_fixture_cases("falcon"))
+    EXPECT_LE(testing::run_fixture_case(*model, *backend, c).max_abs_diff, kLogitTol);
+
+  nlohmann::json forty = seven;
+  forty["model_type"] = "RefinedWeb";
+  forty["n_head_kv"] = 2;
+  auto c = parse_hf_config(forty.dump());
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->n_kv_heads, 2) << "n_head_kv: the new decoder's";
+  EXPECT_TRUE(c->parallel_mlp_norm) << "RefinedWeb: the new decoder, ln_attn and ln_mlp";
+}
+
 // Every prompt's logits, greedy tokens and cached decode steps (pages of 4, so steps cross pages:
 // GPT-2's position rows and GPT-J's rotation at each new position) are transformers'.
 TEST(GptDecoders, DecodeStepsMatchTransformers) {
   auto backend = make_cpu_backend({.n_threads = 2});
-  for (const char* name : {"gpt_neox", "gpt_neox_sequential", "gptj", "gpt2", "gpt_bigcode", "gpt_bigcode_mha"}) {
+  for (const char* name : {"gpt_neox", "gpt_neox_sequential", "gptj", "gpt2", "gpt_bigcode", "gpt_bigcode_mha", "falcon",
+                           "falcon_new", "falcon_one_norm", "falcon_sequential"}) {
     SCOPED_TRACE(name);
     auto model = testing::load_or_fail(fixture_dir(name), *backend);
     ASSERT_NE(model, nullptr);
@@ -129,6 +223,14 @@ TEST(GptDecoders, PiecesMoveTheLogits) {
   EXPECT_GT(max_diff_with_rules("gptj", [](ModelConfig& c) { c.lm_head_bias = false; }), far) << "no lm_head bias";
   EXPECT_GT(max_diff_with_rules("gpt2", [](ModelConfig& c) { c.learned_positions = false; }), far) << "RoPE, no wpe";
   EXPECT_GT(max_diff_with_rules("gpt_bigcode", [](ModelConfig& c) { c.norm_bias = false; }), far) << "norms without bias";
+  EXPECT_GT(max_diff_with_rules("falcon_new", [](ModelConfig& c) { c.parallel_mlp_norm = false; }), far)
+      << "the MLP on ln_attn";
+  EXPECT_GT(max_diff_with_rules("falcon_sequential", [](ModelConfig& c) { c.parallel_blocks = c.parallel_mlp_norm = true; }),
+            far)
+      << "Falcon's parallel layer for its sequential one";
+  EXPECT_GT(max_diff_with_rules("falcon_one_norm", [](ModelConfig& c) { c.rope_theta = 10000.0f; }), far)
+      << "theta 10000 for Falcon2's 500042";
+  EXPECT_GT(max_diff_with_rules("falcon", [](ModelConfig& c) { c.rotary_dim = 4; }), far) << "half of each head rotated";
 }
 
 // The fixture's stored tensors as the file has them (Checkpoint::tensors are already renamed).
@@ -191,6 +293,17 @@ TEST(GptDecoders, UnsupportedConfigValuesAreRefusedByName) {
   refused("gpt_neox", [](nlohmann::json& j) { j["rotary_pct"] = 1.5; }, "rotary_pct must be in (0, 1]");
   refused("gpt_neox", [](nlohmann::json& j) { j["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 4}}; },
           "quantization_config is not supported for gpt_neox");
+  refused("falcon", [](nlohmann::json& j) { j["alibi"] = true; }, "alibi = true is not supported for falcon (ALiBi");
+  refused("falcon_new", [](nlohmann::json& j) { j["parallel_attn"] = false; },
+          "new_decoder_architecture = true with parallel_attn = false is not supported for falcon");
+  refused("falcon", [](nlohmann::json& j) { j["num_ln_in_parallel_attn"] = 2; },
+          "num_ln_in_parallel_attn = 2 is not supported for falcon without new_decoder_architecture");
+  refused("falcon_new", [](nlohmann::json& j) { j["num_ln_in_parallel_attn"] = 3; },
+          "num_ln_in_parallel_attn must be 1, 2 or null (got 3)");
+  refused("falcon_sequential", [](nlohmann::json& j) { j["num_kv_heads"] = 2; },
+          "num_kv_heads (2) must equal num_attention_heads for falcon without multi_query");
+  refused("falcon_new", [](nlohmann::json& j) { j["num_kv_heads"] = 3; }, "must be a multiple of num_kv_heads (3)");
+  refused("falcon", [](nlohmann::json& j) { j["activation"] = "relu"; }, "activation 'relu' is not supported for falcon");
 }
 
 // A fused q|k|v whose rows do not fit the heads is refused naming it: the MQA file under a config
@@ -234,7 +347,10 @@ TEST(GptDecoders, InspectNamesThem) {
       {"gptj", {"gptj", "interleaved", "rotary dims 4 of 8", "lm_head bias", "side by side on one norm"}},
       {"gpt2", {"gpt2", "positions:     learned absolute (model.embed_positions), 64, no RoPE", "tied embed:    yes",
                 "ungated gelu_tanh MLP"}},
-      {"gpt_bigcode", {"gpt_bigcode", "positions:     learned absolute"}}});
+      {"gpt_bigcode", {"gpt_bigcode", "positions:     learned absolute"}},
+      {"falcon", {"falcon", "4 q, 1 kv, head_dim 8", "attention and MLP side by side on one norm", "ungated gelu (erf) MLP"}},
+      {"falcon_new", {"falcon", "4 q, 2 kv", "attention and MLP side by side, each on its own norm", "tied embed:    no"}},
+      {"falcon_sequential", {"falcon", "qkv bias, o bias", "MLP biases", "ungated gelu_tanh MLP"}}});
 }
 
 }  // namespace

@@ -303,7 +303,8 @@ TEST(TensorParallel, LlamaVariantsMatchUnshardedAndTransformers) {
                            "granitemoeshared", "hunyuan_v1_moe", "dots1", "ministral3", "ministral3_text", "phimoe", "afmoe", "arcee", "mimo_v2_flash", "exaone_moe",
                            "starcoder2", "phi", "stablelm_parallel", "gpt_neox", "gptj", "gpt2", "internlm2", "internlm3", "chatglm", "minicpm", "cwm", "iquestcoder",
                            "solar_open", "minicpm5_moe", "nanochat", "ministral", "vaultgemma", "param2moe", "sarvam_moe", "granite_swa",
-                           "granitemoe_swa", "cohere2_moe", "cohere2_moe_sigmoid", "hy_v3"})
+                           "granitemoe_swa", "cohere2_moe", "cohere2_moe_sigmoid", "hy_v3", "falcon_new", "falcon_one_norm",
+                           "falcon_sequential"})
     expect_tp2_matches_transformers(name);
 }
 
