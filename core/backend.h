@@ -114,6 +114,10 @@ struct AttentionMeta {
   // sink" logit per query head (gpt-oss) that joins each row's softmax as one more score with no
   // value: out = sum_p exp(s_p) v_p / (sum_p exp(s_p) + exp(sink)). Set per layer by the model.
   Tensor sinks;
+  // [n_heads] f32 (the heads of the qkv passed to attention), or empty: ALiBi (BLOOM, MPT), the
+  // score of a row at position i for the key at position j gains slope[h] * (j - i) after the
+  // scale and before the softmax. Set by the model; implemented where supports_alibi is.
+  Tensor alibi_slopes;
   // [n_tokens] i32, or empty (causal): row j attends to the KV positions up to
   // max(its position, attend_until[j]), which must be written by this step or before it; the
   // sliding window still bounds the range from below. Gemma 3's image tokens see their whole
@@ -449,6 +453,8 @@ class Backend {
     (void)x;
     BRIGADE_CHECK(false, "gelu on a backend without vision ops (supports_vision)");
   }
+  // Whether attention applies AttentionMeta::alibi_slopes (the CPU backend's attention).
+  virtual bool supports_alibi() const { return false; }
   // x [n, d] = x * sigmoid(1.702 x) in place (transformers' quick_gelu, Qwen2-VL's tower MLP).
   virtual void quick_gelu(const Tensor& x) {
     (void)x;

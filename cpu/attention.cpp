@@ -45,6 +45,7 @@ struct Shape {
   float scale;
   float softcap;  // AttentionMeta::softcap
   const float* sinks;  // [n_kv * group] AttentionMeta::sinks, or null
+  const float* alibi;  // [n_kv * group] AttentionMeta::alibi_slopes, or null
   const int32_t* attend_until;  // [n_tokens] AttentionMeta::attend_until, or null (causal)
 };
 
@@ -117,7 +118,8 @@ struct FlushDenormals {
 };
 
 struct Scratch {
-  std::vector<float> q, acc, m, l, scores, kt;
+  std::vector<float> q, acc, m, l, scores, kt, slope;
+  std::vector<int64_t> pos;  // each query's position (ALiBi)
 };
 
 void run_item(const CpuContext& c, const Item& it, const Shape& s, const float* qkv, const KvLayer& cache,
@@ -143,6 +145,17 @@ void run_item(const CpuContext& c, const Item& it, const Shape& s, const float* 
       for (int64_t j = 0; j < d; ++j) dst[j] = src[j] * s.scale;
     }
   }
+  // ALiBi: each query's slope and position; a call's offsets are the tile part's first key minus them.
+  if (s.alibi != nullptr) {
+    sc.slope.resize(static_cast<size_t>(nq));
+    sc.pos.resize(static_cast<size_t>(nq));
+    for (int64_t r = 0; r < n_rows; ++r)
+      for (int64_t h = 0; h < s.group; ++h) {
+        sc.slope[static_cast<size_t>(r * s.group + h)] = s.alibi[it.kv_head * s.group + h];
+        sc.pos[static_cast<size_t>(r * s.group + h)] = first_pos + it.row_begin + r;
+      }
+  }
+  alignas(64) int64_t offset[kAttendMaxQueries];
   const int64_t row0 = q_start[it.seq] + it.row_begin;  // the item's first row in the step
   auto range = [&](int64_t r) { return visible(s, row0 + r, first_pos + it.row_begin + r); };
   // The rows' ranges start in position order; with attend_until they may end in any order.
@@ -183,9 +196,14 @@ void run_item(const CpuContext& c, const Item& it, const Shape& s, const float* 
         const KvRows v = rows_of(cache.v, cache.v_scale, s, table, a, e, it.kv_head, v_runs);
         for (int64_t q0 = r * s.group; q0 < r_end * s.group; q0 += kAttendMaxQueries) {
           const int64_t n = std::min(r_end * s.group - q0, kAttendMaxQueries);
+          ScoreBias bias;
+          if (s.alibi != nullptr) {
+            for (int64_t i = 0; i < n; ++i) offset[i] = a - sc.pos[static_cast<size_t>(q0 + i)];
+            bias = {sc.slope.data() + q0, offset};
+          }
           kn.attend_scores(sc.q.data() + q0 * d, n, sc.kt.data() + (a - p0), kLdk, e - a, d,
                            &sc.m[static_cast<size_t>(q0)], &sc.l[static_cast<size_t>(q0)], alpha, sc.scores.data(),
-                           s.softcap);
+                           s.softcap, s.alibi != nullptr ? &bias : nullptr);
           kn.attend_values(sc.scores.data(), kLdk, n, v, dv, alpha, sc.acc.data() + q0 * dv);
         }
       }
@@ -235,6 +253,10 @@ void attention(const CpuContext& c, const Tensor& qkv, const QkvLayout& l, const
   BRIGADE_CHECK(meta.sinks.empty() || (meta.sinks.dtype == DType::f32 && meta.sinks.numel() == l.n_heads),
                 "attention: sinks [n_heads] f32");
   a.sinks = meta.sinks.empty() ? nullptr : meta.sinks.as<const float>();
+  BRIGADE_CHECK(meta.alibi_slopes.empty() ||
+                    (meta.alibi_slopes.dtype == DType::f32 && meta.alibi_slopes.numel() == l.n_heads),
+                "attention: alibi_slopes [n_heads] f32");
+  a.alibi = meta.alibi_slopes.empty() ? nullptr : meta.alibi_slopes.as<const float>();
   paged_attention(c, a, cache, meta);
 }
 
@@ -255,6 +277,7 @@ void paged_attention(const CpuContext& c, const PagedAttentionArgs& a, const KvL
   s.scale = a.scale;
   s.softcap = meta.softcap;
   s.sinks = a.sinks;
+  s.alibi = a.alibi;
   s.attend_until = meta.attend_until.empty() ? nullptr : meta.attend_until.as<const int32_t>();
   std::vector<Item> items;
   for (int seq = 0; seq < meta.n_seqs; ++seq) {

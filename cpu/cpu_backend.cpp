@@ -154,6 +154,7 @@ class CpuBackend final : public Backend {
   void gelu_tanh(const Tensor& x) override { cpu::gelu_tanh(ctx_, x); }
   void gelu(const Tensor& x) override { cpu::gelu(ctx_, x); }
   void quick_gelu(const Tensor& x) override { cpu::quick_gelu(ctx_, x); }
+  bool supports_alibi() const override { return true; }
   void scatter_rows(const Tensor& y, const Tensor& rows, const Tensor& src) override {
     cpu::scatter_rows(ctx_, y, rows, src);
   }

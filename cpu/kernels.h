@@ -50,6 +50,14 @@ struct KvRows {
   int64_t stride_bytes() const { return stride * static_cast<int64_t>(dtype_size(dtype)); }  // row to row
 };
 
+// ALiBi's additive scores for the queries of one Kernels::attend_scores call: query i's score for
+// the tile's key t gains slope[i] * (t + offset[i]) (offset: the tile's first key position minus
+// the query's position).
+struct ScoreBias {
+  const float* slope = nullptr;
+  const int64_t* offset = nullptr;
+};
+
 struct Kernels {
   SimdLevel level = SimdLevel::scalar;
   void (*matmul_rows)(const MatmulArgs& a, int64_t m_begin, int64_t m_end) = nullptr;
@@ -88,10 +96,12 @@ struct Kernels {
   // whose scores are dropped). Writes p_it = exp(s_it - new m_i) to scores[i * ldk + t] (ldk >=
   // n_pos rounded up to a multiple of 16) and the rescale factor exp(m_i - new m_i) to alpha[i],
   // and updates m and l. softcap > 0: each score s becomes tanh(s / softcap) * softcap first
-  // (AttentionMeta::softcap). With the keys vectorised across the tile, QK^T needs no horizontal
-  // sums and each loaded key vector serves several queries.
+  // (AttentionMeta::softcap). bias (ALiBi, AttentionMeta::alibi_slopes), when not null: then each
+  // score s_it gains bias->slope[i] * (t + bias->offset[i]) (the key's position minus the query's).
+  // With the keys vectorised across the tile, QK^T needs no horizontal sums and each loaded key
+  // vector serves several queries.
   void (*attend_scores)(const float* q, int64_t nq, const float* kt, int64_t ldk, int64_t n_pos, int64_t d, float* m,
-                        float* l, float* alpha, float* scores, float softcap) = nullptr;
+                        float* l, float* alpha, float* scores, float softcap, const ScoreBias* bias) = nullptr;
   // The values half: acc_i[0, d) = alpha_i * acc_i + sum_t p_it v_t for nq queries (acc_i at
   // acc + i * d, p_it at scores[i * ld_scores + t], v_t row t of v counted across its runs, read
   // in its own dtype; the accumulators stay in registers across runs). alpha null: the factor is

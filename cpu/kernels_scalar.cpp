@@ -98,7 +98,7 @@ void transpose_keys(const KvRows& k, int64_t d, float* kt, int64_t ldk) {
 }
 
 void attend_scores(const float* q, int64_t nq, const float* kt, int64_t ldk, int64_t n_pos, int64_t d, float* m,
-                   float* l, float* alpha, float* scores, float softcap) {
+                   float* l, float* alpha, float* scores, float softcap, const ScoreBias* bias) {
   for (int64_t i = 0; i < nq; ++i) {
     float* sc = scores + i * ldk;
     float tile_max = -std::numeric_limits<float>::infinity();
@@ -106,6 +106,7 @@ void attend_scores(const float* q, int64_t nq, const float* kt, int64_t ldk, int
       float s = 0.0f;
       for (int64_t j = 0; j < d; ++j) s += q[i * d + j] * kt[j * ldk + t];
       sc[t] = softcap > 0.0f ? std::tanh(s / softcap) * softcap : s;
+      if (bias != nullptr) sc[t] += bias->slope[i] * static_cast<float>(t + bias->offset[i]);
       tile_max = std::max(tile_max, sc[t]);
     }
     const float new_m = std::max(m[i], tile_max);

@@ -52,6 +52,7 @@ struct PagedAttentionArgs {
   int64_t out_width = 0;
   float scale = 1.0f;
   const float* sinks = nullptr;  // [n_kv * group] (AttentionMeta::sinks), or null
+  const float* alibi = nullptr;  // [n_kv * group] (AttentionMeta::alibi_slopes), or null
 };
 void paged_attention(const CpuContext& c, const PagedAttentionArgs& a, const KvLayer& cache, const AttentionMeta& meta);
 

@@ -1,5 +1,7 @@
 #include "models/gpt_decoders_config.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <utility>
 
@@ -48,6 +50,31 @@ void apply_falcon_config_names(json& j) {
     if (!j.contains(id)) j[id] = 11;  // FalconConfig's
 }
 
+// BLOOM's (BloomConfig: n_embed, n_layer, n_head; seq_length, which some of the Hub's carry), MPT's
+// (MptConfig: d_model, n_heads, n_layers, max_seq_len) and OPT's (OPTConfig: ffn_dim,
+// activation_function) names as the common ones; BLOOM's and MPT's MLP 4 x hidden; their class
+// defaults (tied; BLOOM's bos 1 / eos 2, OPT's 2 / 2).
+void apply_bloom_mpt_opt_config_names(const std::string& type, json& j) {
+  using Names = std::vector<std::pair<const char*, const char*>>;
+  static const Names kBloom = {{"n_embed", "hidden_size"},
+                               {"n_layer", "num_hidden_layers"},
+                               {"n_head", "num_attention_heads"},
+                               {"seq_length", "max_position_embeddings"}};
+  static const Names kMpt = {{"d_model", "hidden_size"},
+                             {"n_heads", "num_attention_heads"},
+                             {"n_layers", "num_hidden_layers"},
+                             {"max_seq_len", "max_position_embeddings"}};
+  static const Names kOpt = {{"ffn_dim", "intermediate_size"}, {"activation_function", "hidden_act"}};
+  for (const auto& [hub, ours] : type == "bloom" ? kBloom : type == "mpt" ? kMpt : kOpt)
+    if (j.contains(hub) && !j.contains(ours)) j[ours] = j[hub];
+  if (type != "opt")
+    if (auto h = j.find("hidden_size"); h != j.end() && h->is_number_integer()) j["intermediate_size"] = 4 * h->get<int64_t>();
+  if (!j.contains("tie_word_embeddings")) j["tie_word_embeddings"] = true;
+  if (type == "mpt") return;
+  for (const char* id : {"bos_token_id", "eos_token_id"})
+    if (!j.contains(id)) j[id] = type == "opt" || std::string(id) == "eos_token_id" ? 2 : 1;
+}
+
 // Falcon (FalconForCausalLM; the RW remote code's RWForCausalLM): the attention and the MLP side by
 // side (parallel_attn, and always with new_decoder_architecture) on one LayerNorm, or on ln_attn and
 // ln_mlp (the new decoder's num_ln_in_parallel_attn, 2 by default there), else sequential;
@@ -86,8 +113,8 @@ Status read_falcon(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
-// hidden_act (`fallback` when absent) into c.mlp_activation: exact-erf gelu (Pythia's), or the
-// tanh form under its three names; refused by name otherwise.
+// hidden_act (`fallback` when absent) into c.mlp_activation: exact-erf gelu (Pythia's), the tanh
+// form under its three names, OPT's relu; refused by name otherwise.
 Status read_activation(const json& j, const char* fallback, ModelConfig& c) {
   std::string act = fallback;
   BRIGADE_RETURN_IF_ERROR(read_string(j, "hidden_act", act));
@@ -95,8 +122,12 @@ Status read_activation(const json& j, const char* fallback, ModelConfig& c) {
     c.mlp_activation = act == "gelu" ? MlpActivation::gelu : MlpActivation::gelu_tanh;
     return Status::ok();
   }
+  if (act == "relu" && c.arch == "opt") {
+    c.mlp_activation = MlpActivation::relu;
+    return Status::ok();
+  }
   return unsupported("config.json: activation '" + act + "' is not supported for " + c.arch +
-                     "; supported: gelu, gelu_new, gelu_fast, gelu_pytorch_tanh");
+                     "; supported: gelu, gelu_new, gelu_fast, gelu_pytorch_tanh" + (c.arch == "opt" ? ", relu" : ""));
 }
 
 // `key` (a flag transformers reads) must not be `refused`; its meaning named in the refusal.
@@ -152,6 +183,134 @@ Status read_gpt2_attention(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
+// BLOOM's ALiBi slopes (transformers' _get_alibi_slopes, in f32 as torch computes them): for p the
+// largest power of two <= n, 2^(-8/p) to the powers 1..p; the heads past p take 2^(-4/p) to the
+// odd powers 1, 3, ...
+std::vector<float> bloom_alibi_slopes(int n) {
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  auto powers = [](double base_exp, int count, int step, std::vector<float>& out) {
+    const float base = static_cast<float>(std::pow(2.0, base_exp));
+    for (int i = 0, e = 1; i < count; ++i, e += step) out.push_back(std::pow(base, static_cast<float>(e)));
+  };
+  std::vector<float> slopes;
+  powers(-std::pow(2.0, -(std::log2(p) - 3.0)), p, 1, slopes);
+  if (p != n) powers(-std::pow(2.0, -(std::log2(2.0 * p) - 3.0)), std::min(p, n - p), 2, slopes);
+  return slopes;
+}
+
+// MPT's (transformers' build_mpt_alibi_tensor): for p the smallest power of two >= n, 1 / 2^(i *
+// alibi_bias_max / p) for i = 1..p; when p > n, the odd-indexed ones then the even-indexed ones,
+// the first n of those.
+std::vector<float> mpt_alibi_slopes(int n, float bias_max) {
+  int p = 1;
+  while (p < n) p *= 2;
+  std::vector<float> all;
+  for (int i = 1; i <= p; ++i)
+    all.push_back(1.0f / std::pow(2.0f, static_cast<float>(i) * (bias_max / static_cast<float>(p))));
+  if (p == n) return all;
+  std::vector<float> slopes;
+  for (int start : {1, 0})
+    for (int i = start; i < p; i += 2) slopes.push_back(all[static_cast<size_t>(i)]);
+  slopes.resize(static_cast<size_t>(n));
+  return slopes;
+}
+
+// BLOOM (BloomForCausalLM): biases everywhere, the embeddings' own LayerNorm
+// (word_embeddings_layernorm: embed_norm), query_key_value per head, bloom_gelu (the tanh form),
+// ALiBi, tied.
+Status read_bloom(const json& j, ModelConfig& c) {
+  BRIGADE_RETURN_IF_ERROR(refuse_flag(j, c, "apply_residual_connection_post_layernorm", true,
+                                      "the residual taken after each block's LayerNorm"));
+  c.mlp_activation = MlpActivation::gelu_tanh;  // bloom_gelu_forward, whatever hidden_act says
+  c.qkv_bias = c.o_bias = true;
+  c.n_kv_heads = c.n_heads;
+  c.embed_norm = true;
+  c.alibi_slopes = bloom_alibi_slopes(c.n_heads);
+  return Status::ok();
+}
+
+// A positive number or null under `key` of `obj`, into out (unchanged for null or absent).
+Status read_positive_or_null(const json& obj, const char* key, float& out) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return Status::ok();
+  if (!it->is_number() || !(it->get<double>() > 0.0) || !std::isfinite(it->get<double>()))
+    return invalid_argument(std::string("config.json: attn_config.") + key + " must be a positive number or null, not " +
+                            it->dump());
+  out = it->get<float>();
+  return Status::ok();
+}
+
+// MPT (MptForCausalLM, the Hub's MPTForCausalLM): as transformers' MptModel runs it, no biases
+// (no_bias), LayerNorms with a weight only, Wqkv q|k|v, a 4 x d_model exact-GELU MLP, ALiBi with
+// alibi_bias_max 8 (MptModel's, whatever attn_config says: another value is refused), attn_config's
+// clip_qkv and softmax_scale; what MptModel does not run refused.
+Status read_mpt(const json& j, ModelConfig& c) {
+  BRIGADE_RETURN_IF_ERROR(refuse_flag(j, c, "no_bias", false, "biases, which transformers' MptModel does not load"));
+  if (auto it = j.find("logit_scale"); it != j.end() && !it->is_null())
+    return unsupported("config.json: logit_scale " + it->dump() + " is not supported for mpt (transformers' "
+                       "MptForCausalLM does not scale its logits); no released MPT sets it");
+  if (auto it = j.find("expansion_ratio"); it != j.end() && !(it->is_number() && it->get<double>() == 4.0))
+    return unsupported("config.json: expansion_ratio " + it->dump() + " is not supported for mpt (transformers' "
+                       "MptMLP is 4 x d_model wide)");
+  float bias_max = 8.0f;
+  if (auto a = j.find("attn_config"); a != j.end() && a->is_object()) {
+    std::string type = "multihead_attention";
+    BRIGADE_RETURN_IF_ERROR(read_string(*a, "attn_type", type));
+    if (type != "multihead_attention")
+      return unsupported("config.json: attn_config.attn_type '" + type + "' is not supported for mpt; "
+                         "transformers' MptAttention is multihead_attention");
+    for (const auto& [key, why] : {std::pair{"qk_ln", "LayerNorms of the whole q and k"},
+                                   {"prefix_lm", "a bidirectional prompt"},
+                                   {"rope", "RoPE in place of ALiBi"}}) {
+      bool on = false;
+      BRIGADE_RETURN_IF_ERROR(read_bool(*a, key, on));
+      if (on)
+        return unsupported(std::string("config.json: attn_config.") + key + " = true is not supported for mpt (" + why +
+                           "; transformers' MptAttention has none)");
+    }
+    bool alibi = true;
+    BRIGADE_RETURN_IF_ERROR(read_bool(*a, "alibi", alibi));
+    if (!alibi)
+      return unsupported("config.json: attn_config.alibi = false is not supported for mpt (transformers' MptModel "
+                         "always adds ALiBi)");
+    BRIGADE_RETURN_IF_ERROR(read_positive_or_null(*a, "clip_qkv", c.clip_qkv));
+    BRIGADE_RETURN_IF_ERROR(read_positive_or_null(*a, "softmax_scale", c.attn_scale));
+    BRIGADE_RETURN_IF_ERROR(read_positive_or_null(*a, "alibi_bias_max", bias_max));
+    if (bias_max != 8.0f)  // (llm-foundry's own code honours it; vLLM too)
+      return unsupported("config.json: attn_config.alibi_bias_max " + (*a)["alibi_bias_max"].dump() +
+                         " is not supported for mpt (transformers' MptModel uses 8 whatever it says); every released "
+                         "MPT sets 8");
+  }
+  c.mlp_activation = MlpActivation::gelu;  // nn.GELU(approximate="none")
+  c.norm_bias = false;                     // low_precision_layernorm without its bias
+  c.qkv_bias = c.o_bias = c.mlp_bias = false;
+  c.n_kv_heads = c.n_heads;
+  c.alibi_slopes = mpt_alibi_slopes(c.n_heads, bias_max);
+  return Status::ok();
+}
+
+// OPT (OPTForCausalLM: facebook/opt-125m ... 66b, OPT-IML): learned positions (a table offset by 2
+// rows: OPTLearnedPositionalEmbedding, the first two dropped at open), the pre-norm layer with
+// biased LayerNorms, q/k/v/out and fc1 / fc2 with enable_bias, relu, tied. OPT-350m's post-norm
+// layer and its project_in / project_out are refused by name.
+Status read_opt(const json& j, ModelConfig& c) {
+  BRIGADE_RETURN_IF_ERROR(refuse_flag(j, c, "do_layer_norm_before", false, "each block's LayerNorm after it: OPT-350m's"));
+  BRIGADE_RETURN_IF_ERROR(refuse_flag(j, c, "_remove_final_layer_norm", true, "no final LayerNorm"));
+  BRIGADE_RETURN_IF_ERROR(refuse_flag(j, c, "layer_norm_elementwise_affine", false, "LayerNorms without weight or bias"));
+  int proj = c.hidden_size;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "word_embed_proj_dim", proj, false));
+  if (proj != c.hidden_size)
+    return unsupported("config.json: word_embed_proj_dim " + std::to_string(proj) + " (!= hidden_size " +
+                       std::to_string(c.hidden_size) + ": OPT-350m's project_in / project_out) is not supported for opt");
+  bool bias = true;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "enable_bias", bias));
+  c.qkv_bias = c.o_bias = c.mlp_bias = c.attention_bias = bias;
+  c.learned_positions = true;
+  c.n_kv_heads = c.n_heads;
+  return Status::ok();
+}
+
 // Fused q|k|v rows of each part: GPT-NeoX's (and GPTBigCode MHA's) per head [heads, 3, head_dim],
 // Falcon's per KV group [kv heads, query heads per group + 2, head_dim] (Falcon-7B's MQA one group:
 // q, k, v one after the other; its MHA a group per head, as GPT-NeoX's), else q, k, v one after the
@@ -182,6 +341,9 @@ RawTensor transposed(const RawTensor& t, std::vector<std::vector<uint8_t>>& aren
 
 using Renames = std::vector<std::pair<std::string, std::string>>;
 
+// OPT's position table starts at row 2 (OPTLearnedPositionalEmbedding: position p reads row p + 2).
+constexpr int64_t kOptPositionOffset = 2;
+
 // Each architecture's names (after the prefix, transformer. or gpt_neox., is made explicit) as the
 // Llama decoder's; ".self_attn.qkv." marks a fused q|k|v, split by gpt_decoder_tensors.
 const Renames& renames(const std::string& arch) {
@@ -211,6 +373,31 @@ const Renames& renames(const std::string& arch) {
                                   {".ln_mlp.", ".post_attention_layernorm."},
                                   {".mlp.dense_h_to_4h.", ".mlp.up_proj."},
                                   {".mlp.dense_4h_to_h.", ".mlp.down_proj."}};
+  static const Renames kBloom = {{"transformer.word_embeddings_layernorm.", "model.embed_norm."},
+                                 {"transformer.word_embeddings.", "model.embed_tokens."},
+                                 {"transformer.ln_f.", "model.norm."},
+                                 {"transformer.h.", "model.layers."},
+                                 {".self_attention.query_key_value.", ".self_attn.qkv."},
+                                 {".self_attention.dense.", ".self_attn.o_proj."},
+                                 {".mlp.dense_h_to_4h.", ".mlp.up_proj."},
+                                 {".mlp.dense_4h_to_h.", ".mlp.down_proj."}};
+  static const Renames kMpt = {{"transformer.wte.", "model.embed_tokens."}, {"transformer.norm_f.", "model.norm."},
+                               {"transformer.blocks.", "model.layers."},    {".norm_1.", ".input_layernorm."},
+                               {".attn.Wqkv.", ".self_attn.qkv."},          {".attn.out_proj.", ".self_attn.o_proj."},
+                               {".norm_2.", ".post_attention_layernorm."},  {".ffn.up_proj.", ".mlp.up_proj."},
+                               {".ffn.down_proj.", ".mlp.down_proj."}};
+  static const Renames kOpt = {{"model.decoder.embed_tokens.", "model.embed_tokens."},
+                               {"model.decoder.embed_positions.", "model.embed_positions."},
+                               {"model.decoder.final_layer_norm.", "model.norm."},
+                               {"model.decoder.layers.", "model.layers."},
+                               {".self_attn.out_proj.", ".self_attn.o_proj."},
+                               {".self_attn_layer_norm.", ".input_layernorm."},
+                               {".final_layer_norm.", ".post_attention_layernorm."},
+                               {".fc1.", ".mlp.up_proj."},
+                               {".fc2.", ".mlp.down_proj."}};
+  if (arch == "bloom") return kBloom;
+  if (arch == "mpt") return kMpt;
+  if (arch == "opt") return kOpt;
   return arch == "gpt_neox" ? kNeox : arch == "gptj" ? kGptj : arch == "falcon" ? kFalcon : kGpt2;
 }
 
@@ -225,6 +412,7 @@ bool is_buffer(const std::string& name) {
 // ln_f without transformer. (saved from GPT2Model); lm_head and NeoX's embed_out sit outside it.
 std::string with_prefix(const std::string& arch, const std::string& name) {
   if (arch == "gpt_neox") return name == "embed_out.weight" ? "lm_head.weight" : name;
+  if (arch == "opt") return name.starts_with("decoder.") ? "model." + name : name;  // saved from OPTModel
   if (name.starts_with("transformer.") || name.starts_with("lm_head.")) return name;
   return "transformer." + name;
 }
@@ -242,7 +430,7 @@ Status split_qkv(const ModelConfig& c, const std::string& name, const RawTensor&
                    w.shape_string() + " (" + c.arch + "'s fused q|k|v)");
   }
   // GPT-NeoX's, and GPTBigCode's without multi_query, interleave the three per head.
-  const bool per_head = c.arch == "gpt_neox" || (c.arch == "gpt_bigcode" && c.n_kv_heads == c.n_heads);
+  const bool per_head = c.arch == "gpt_neox" || c.arch == "bloom" || (c.arch == "gpt_bigcode" && c.n_kv_heads == c.n_heads);
   const auto parts = qkv_parts(c, per_head);
   const size_t at = name.find(".qkv.");
   static constexpr const char* kParts[] = {"q_proj", "k_proj", "v_proj"};
@@ -256,13 +444,15 @@ Status split_qkv(const ModelConfig& c, const std::string& name, const RawTensor&
 }  // namespace
 
 bool is_gpt_decoder(const std::string& arch) {
-  return arch == "gpt_neox" || arch == "gptj" || arch == "gpt2" || arch == "gpt_bigcode" || arch == "falcon";
+  return arch == "gpt_neox" || arch == "gptj" || arch == "gpt2" || arch == "gpt_bigcode" || arch == "falcon" ||
+         arch == "bloom" || arch == "mpt" || arch == "opt";
 }
 
 void apply_gpt_config_names(json& j) {
   const std::string type = gpt_model_type(j);
   if (type.empty()) return;
   if (type == "falcon") return apply_falcon_config_names(j);
+  if (type == "bloom" || type == "mpt" || type == "opt") return apply_bloom_mpt_opt_config_names(type, j);
   if (type == "gpt_neox") {
     if (j.contains("rotary_emb_base") && !j.contains("rope_theta")) j["rope_theta"] = j["rotary_emb_base"];
     return;
@@ -294,8 +484,12 @@ Status read_gpt_decoder(const json& j, ModelConfig& c) {
   if (auto q = j.find("quantization_config"); q != j.end() && !q->is_null())
     return unsupported("config.json: quantization_config is not supported for " + c.arch +
                        " (its fused and transposed weights are split at open); load the unquantized checkpoint");
-  const char* fallback = c.arch == "gpt_neox" || c.arch == "falcon" ? "gelu" : c.arch == "gpt_bigcode" ? "gelu_pytorch_tanh" : "gelu_new";
-  BRIGADE_RETURN_IF_ERROR(read_activation(j, fallback, c));
+  const char* fallback = c.arch == "gpt_neox" || c.arch == "falcon" ? "gelu"
+                         : c.arch == "gpt_bigcode"                  ? "gelu_pytorch_tanh"
+                         : c.arch == "opt"                          ? "relu"
+                                                                    : "gelu_new";
+  // BLOOM's and MPT's activations are fixed (read_bloom, read_mpt); their configs name none.
+  if (c.arch != "bloom" && c.arch != "mpt") BRIGADE_RETURN_IF_ERROR(read_activation(j, fallback, c));
   c.mlp_ungated = c.mlp_bias = true;
   c.layer_norms = c.norm_bias = true;
   c.rms_eps = 1e-5f;
@@ -307,6 +501,9 @@ Status read_gpt_decoder(const json& j, ModelConfig& c) {
                             ") must be divisible by the head count for " + c.arch);
   c.head_dim = c.hidden_size / c.n_heads;  // none of them reads a head_dim
   if (c.arch == "falcon") return read_falcon(j, c);
+  if (c.arch == "bloom") return read_bloom(j, c);
+  if (c.arch == "mpt") return read_mpt(j, c);
+  if (c.arch == "opt") return read_opt(j, c);
   if (c.arch == "gpt_neox") {
     bool bias = true, parallel = true;
     BRIGADE_RETURN_IF_ERROR(read_bool(j, "attention_bias", bias));
@@ -342,6 +539,17 @@ Expected<std::map<std::string, RawTensor>> gpt_decoder_tensors(const ModelConfig
                            : t;
     if (name.find(".self_attn.qkv.") != std::string::npos) {
       BRIGADE_RETURN_IF_ERROR(split_qkv(c, name, loaded, out, arena));
+      continue;
+    }
+    if (c.arch == "opt" && name == "model.embed_positions.weight") {  // OPTLearnedPositionalEmbedding's offset
+      const std::vector<int64_t> want = {int64_t{c.max_position} + kOptPositionOffset, c.hidden_size};
+      if (loaded.shape != want || !is_float_tensor(loaded)) {
+        RawTensor w;
+        w.shape = want;
+        return corrupt(t.file + ": tensor '" + t.name + "' has shape " + t.shape_string() + " but the config needs " +
+                       w.shape_string() + " (opt's positions: max_position_embeddings + 2 rows, the first two unused)");
+      }
+      out.insert_or_assign(name, take_rows(loaded, {{kOptPositionOffset, c.max_position}}, name, arena));
       continue;
     }
     loaded.name = name;

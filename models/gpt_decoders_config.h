@@ -25,11 +25,22 @@
 //     RoPE (NeoX halves) over the whole head; parallel_attn (true by default, always with the new
 //     decoder) puts the attention and MLP side by side on input_layernorm, or on ln_attn / ln_mlp
 //     (the new decoder's num_ln_in_parallel_attn 2, its default: parallel_mlp_norm); tied by
-//     default. ALiBi (Falcon-RW) is refused.
+//     default. ALiBi (Falcon-RW) is refused;
+//   bloom (BloomForCausalLM: BLOOM, BLOOMZ; BloomConfig): ALiBi (ModelConfig::alibi_slopes, BLOOM's
+//     slopes), the embeddings' own LayerNorm (word_embeddings_layernorm: embed_norm), biased
+//     LayerNorms and projections, query_key_value per head [heads, 3, head_dim], the tanh GELU, tied;
+//   mpt (MptForCausalLM, the Hub's MPTForCausalLM: MPT-7B / 30B; MptConfig): ALiBi (MPT's slopes,
+//     attn_config.alibi_bias_max), LayerNorms with a weight only, no biases, Wqkv q|k|v one after the
+//     other, attn_config's clip_qkv and softmax_scale, a 4 x d_model exact-GELU MLP, tied;
+//   opt (OPTForCausalLM: OPT-125m ... 66B; OPTConfig): learned positions offset by two rows (the
+//     first two dropped at open), biased LayerNorms (self_attn_layer_norm, final_layer_norm) and
+//     projections (enable_bias), fc1 -> relu -> fc2, tied; OPT-350m's post-norm layer and
+//     project_in / project_out refused.
 // Their config.json names (n_embd, n_layer, n_head, n_positions, n_inner, activation_function;
-// Falcon's n_embed, n_head_kv, num_kv_heads, ffn_hidden_size, activation) are copied under the common
-// ones first (apply_gpt_config_names); hidden_act / activation_function
-// one of gelu (exact erf), gelu_new, gelu_fast, gelu_pytorch_tanh (the tanh form).
+// Falcon's n_embed, n_head_kv, num_kv_heads, ffn_hidden_size, activation; BLOOM's n_embed; MPT's d_model,
+// n_heads, n_layers, max_seq_len; OPT's ffn_dim) are copied under the common ones first
+// (apply_gpt_config_names); hidden_act / activation_function one of gelu (exact erf), gelu_new,
+// gelu_fast, gelu_pytorch_tanh (the tanh form), and OPT's relu (BLOOM's and MPT's are fixed).
 #pragma once
 
 #include <cstdint>
@@ -60,14 +71,16 @@ void apply_gpt_config_names(nlohmann::json& j);
 // add_cross_attention, a quantization_config, Falcon's alibi.
 Status read_gpt_decoder(const nlohmann::json& j, ModelConfig& c);
 
-// A gpt_neox / gptj / gpt2 / gpt_bigcode checkpoint's tensors under the Llama decoder's names
-// (model.embed_tokens, model.embed_positions, model.layers.N.input_layernorm,
+// A checkpoint of one of them, its tensors under the Llama decoder's names (model.embed_tokens,
+// model.embed_positions, model.embed_norm (BLOOM's), model.layers.N.input_layernorm,
 // self_attn.{q,k,v,o}_proj, post_attention_layernorm, mlp.up_proj / down_proj, model.norm,
-// lm_head), with or without the transformer. / gpt_neox. prefix (the Hub's GPT-2 has none); the
-// causal-mask buffers (attn.bias, masked_bias) and NeoX's rotary_emb.inv_freq dropped. A fused
+// lm_head), with or without the transformer. / gpt_neox. / model. prefix (the Hub's GPT-2 and BLOOM
+// have none, OPT's decoder.*); the causal-mask buffers (attn.bias, masked_bias) and NeoX's
+// rotary_emb.inv_freq dropped; OPT's position table without its first two rows (a view). A fused
 // q|k|v becomes q_proj, k_proj and v_proj: views of its rows where they are contiguous
-// (GPTBigCode's MQA), else copies into `arena` (GPT-NeoX's and GPTBigCode-MHA's heads interleaved
-// [heads, 3, head_dim]); GPT-2's Conv1D weights [in, out] are transposed into `arena`. The caller
+// (GPTBigCode's MQA, MPT's Wqkv, Falcon-7B's), else copies into `arena` (GPT-NeoX's, BLOOM's and
+// GPTBigCode-MHA's heads interleaved [heads, 3, head_dim], Falcon's KV groups); GPT-2's Conv1D
+// weights [in, out] are transposed into `arena`. The caller
 // keeps `arena` alive as long as the tensors (models/checkpoint.h). corrupt naming a fused tensor
 // whose shape does not fit the config.
 Expected<std::map<std::string, RawTensor>> gpt_decoder_tensors(const ModelConfig& c,

@@ -334,8 +334,12 @@ std::string format_model_info(const ModelInfo& m) {
     s += "granite:       embeddings x " + num(c.embedding_multiplier) + ", sublayer outputs x " +
          num(c.residual_multiplier) + ", logits / " + num(c.logits_scaling) + "; a shared SwiGLU of " +
          std::to_string(c.shared_width()) + " in every layer\n";
-  } else if (c.learned_positions) {  // GPT-2's, GPTBigCode's
+  } else if (c.learned_positions) {  // GPT-2's, GPTBigCode's, OPT's
     s += "positions:     learned absolute (model.embed_positions), " + std::to_string(c.max_position) + ", no RoPE\n";
+  } else if (!c.alibi_slopes.empty()) {  // BLOOM's, MPT's
+    std::string slopes;
+    for (size_t h = 0; h < c.alibi_slopes.size() && h < 4; ++h) slopes += (h ? ", " : "") + num(c.alibi_slopes[h]);
+    s += "positions:     ALiBi, slopes " + slopes + (c.alibi_slopes.size() > 4 ? ", ..." : "") + "; no RoPE\n";
   } else if (!c.encoder && !c.nope && c.n_attention_layers() > 0) {
   if (c.arch == "granite" || c.arch == "granitemoe" || c.arch == "granitemoeshared")  // Granite 3's scalings in the Llama decoder
     s += "granite:       embeddings x " + num(c.embedding_multiplier) + ", sublayer outputs x " +
@@ -454,7 +458,7 @@ std::string format_model_info(const ModelInfo& m) {
        c.parallel_blocks || c.logit_scale > 0.0f || c.embed_norm)) {
     std::string g;
     if (c.norms_weightless && !c.layer_norms) g += ", RMSNorms without weight";
-    if (c.embed_norm) g += ", an RMSNorm of the embeddings before layer 0";
+    if (c.embed_norm) g += c.layer_norms ? ", a LayerNorm of the embeddings before layer 0" : ", an RMSNorm of the embeddings before layer 0";
     if (c.layer_norms)
       g += std::string(c.norms_weightless ? ", LayerNorms without weight or bias"
                        : c.norm_bias        ? ", LayerNorms with biases"
@@ -472,6 +476,7 @@ std::string format_model_info(const ModelInfo& m) {
     if (c.mlp_activation == MlpActivation::xielu) g += ", ungated xIELU MLP (learned per layer)";
     if (c.mlp_activation == MlpActivation::relu2) g += ", ungated relu2 MLP";
     if (c.mlp_activation == MlpActivation::gelu) g += ", ungated gelu (erf) MLP";
+    if (c.mlp_activation == MlpActivation::relu) g += ", ungated relu MLP";
     if (c.arch == "afmoe" && c.embedding_multiplier > 0.0f) g += ", embeddings x " + num(c.embedding_multiplier) + " (muP)";
     if (c.final_softcap > 0.0f) g += ", logit softcap " + num(c.final_softcap);
     if (c.lm_head_bias) g += ", lm_head bias";

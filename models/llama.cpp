@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 
 #include "models/load_progress.h"
 #include "models/decoder_ends.h"
@@ -218,7 +219,9 @@ class LlamaModel final : public Model {
   StepInputs ints_;
   float embed_scale_ = 0.0f;  // ModelConfig::embed_scale rounded to the activation dtype, as transformers does
   OwnedTensor unit_norm_;     // [head_dim] f32 ones: the weight of ModelConfig::qk_norm_weightless's norms
-  OwnedTensor embed_norm_;    // [hidden] f32 ones: ModelConfig::embed_norm's weightless RMSNorm
+  OwnedTensor embed_norm_;    // [hidden] f32 ones: ModelConfig::embed_norm's weightless RMSNorm; BLOOM's LayerNorm weight
+  OwnedTensor embed_norm_bias_;  // [hidden] f32: BLOOM's word_embeddings_layernorm bias (embed_norm with layer_norms)
+  OwnedTensor alibi_;         // [this rank's heads] f32: ModelConfig::alibi_slopes, or empty
   std::unique_ptr<LoraSet> lora_;  // the served LoRA adapters; null when none
   // Gemma 3's or the Qwen2-VL family's vision tower, where the backend runs it at tp 1 (else the
   // model serves text), and M-RoPE: a step with images or shifted sequences rotates by its three
@@ -311,7 +314,8 @@ Expected<XieluParams> LlamaModel::load_xielu(WeightLoader& w, int l) {
 
 Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
   layer.nope = (l < static_cast<int>(config_.nope_layers.size()) && config_.nope_layers[static_cast<size_t>(l)]) ||
-               config_.learned_positions;  // GPT-2's positions are in the embeddings (DecoderEnds::add_positions)
+               config_.learned_positions ||  // GPT-2's positions are in the embeddings (DecoderEnds::add_positions)
+               !config_.alibi_slopes.empty();  // BLOOM's and MPT's are ALiBi's (AttentionMeta::alibi_slopes)
   const auto& c = config_;
   const int64_t hidden = c.hidden_size, q = int64_t{c.n_heads} * c.head_dim, kv = int64_t{c.n_kv_heads} * c.head_dim;
   const int64_t inter = c.intermediate_size;
@@ -464,6 +468,10 @@ Status LlamaModel::load(const Checkpoint& ck) {
       load_progress_name(ck), c.n_layers, options_.progress,
       [&](int l) { return load_layer(w, l, layers_.emplace_back()); }, [&] { return w.n_bytes(); }));
   BRIGADE_RETURN_IF_ERROR(ends_.load_head(w, c, shard_.rank == 0));  // only rank 0 computes logits
+  if (c.embed_norm && c.layer_norms) {  // BLOOM's word_embeddings_layernorm
+    BRIGADE_ASSIGN_OR_RETURN(embed_norm_, w.vector_f32({"model.embed_norm.weight"}, {c.hidden_size}));
+    BRIGADE_ASSIGN_OR_RETURN(embed_norm_bias_, w.vector_f32({"model.embed_norm.bias"}, {c.hidden_size}));
+  }
   if (options_.mtp) BRIGADE_RETURN_IF_ERROR(load_mtp(w));
   if (!options_.eagle3.empty()) {
     if (shard_.size > 1)
@@ -493,10 +501,15 @@ Status LlamaModel::load(const Checkpoint& ck) {
     const std::vector<float> ones(static_cast<size_t>(c.head_dim), 1.0f);
     backend_.upload(unit_norm_.tensor, ones.data());
   }
-  if (c.embed_norm) {
+  if (c.embed_norm && !c.layer_norms) {
     BRIGADE_ASSIGN_OR_RETURN(embed_norm_, alloc_tensor(backend_, DType::f32, 1, c.hidden_size));
     const std::vector<float> ones(static_cast<size_t>(c.hidden_size), 1.0f);
     backend_.upload(embed_norm_.tensor, ones.data());
+  }
+  if (!c.alibi_slopes.empty()) {  // this rank's heads' slopes
+    const int64_t heads = shard_.qkv.n_heads;
+    BRIGADE_ASSIGN_OR_RETURN(alibi_, alloc_tensor(backend_, DType::f32, 1, heads));
+    backend_.upload(alibi_.tensor, c.alibi_slopes.data() + shard_.rank * heads);
   }
   BRIGADE_RETURN_IF_ERROR(allocate_scratch());
   if (options_.lora_enabled()) {
@@ -600,6 +613,8 @@ Status LlamaModel::run_mlp(const DecoderLayer& layer, int n) {
     if (config_.mlp_activation == MlpActivation::xielu) backend_.xielu(act, layer.mlp.xielu);
     else if (config_.mlp_activation == MlpActivation::relu2) backend_.relu_squared(act);
     else if (config_.mlp_activation == MlpActivation::gelu) backend_.gelu(act);  // Pythia's exact GELU
+    else if (config_.mlp_activation == MlpActivation::relu)  // OPT's
+      backend_.clamp(act, 0.0f, std::numeric_limits<float>::infinity());
     else backend_.gelu_tanh(act);
   } else {
     layer.mlp.gate_up.matmul(backend_, normed, layer.mlp.gate_up_bias.tensor, gate_up);
@@ -668,6 +683,7 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
   AttentionMeta full = ints_.meta(batch, bounds, 0),
                 sliding = ints_.meta(batch, bounds, bounds.unwindowed ? 0 : config_.sliding_window);
   full.softcap = sliding.softcap = config_.attn_softcap;
+  full.alibi_slopes = sliding.alibi_slopes = alibi_.tensor;  // BLOOM's, MPT's; empty for others
   AttentionMeta chunked = full;  // Llama 4's chunked layers (ModelConfig::chunked_layers)
   chunked.chunk = config_.attention_chunk;
 
@@ -679,8 +695,9 @@ Status LlamaModel::forward(const StepBatch& batch, const KvCache& kv, const Tens
   if (config_.embed_scale > 0.0f) backend_.scale(residual, embed_scale_);  // the images' features are not scaled
   if (config_.embedding_multiplier > 0.0f && config_.embedding_multiplier != 1.0f)  // Granite's
     backend_.scale(residual, config_.embedding_multiplier);
-  if (config_.embed_norm) {  // nanochat: the residual starts as the embeddings' RMSNorm
-    backend_.rms_norm(residual, embed_norm_.tensor, config_.rms_eps, delta);
+  if (config_.embed_norm) {  // nanochat: the residual starts as the embeddings' RMSNorm; BLOOM's LayerNorm
+    if (config_.layer_norms) backend_.layer_norm(residual, embed_norm_.tensor, embed_norm_bias_.tensor, config_.rms_eps, delta);
+    else backend_.rms_norm(residual, embed_norm_.tensor, config_.rms_eps, delta);
     backend_.copy(residual, delta);
   }
   BRIGADE_RETURN_IF_ERROR(images_.put(batch, residual));
@@ -772,9 +789,13 @@ Status check_moe_support(const Checkpoint& ck, std::optional<DType> want, const 
   return Status::ok();
 }
 
-// AFMoE's output gate (Backend::sigmoid_mul) and Arcee AFM's relu2 MLP (Backend::relu_squared)
-// are the state-space ops' (supports_ssm: the CPU and CUDA backends).
+// BLOOM's and MPT's ALiBi is the CPU attention's (supports_alibi). AFMoE's output gate
+// (Backend::sigmoid_mul) and Arcee AFM's relu2 MLP (Backend::relu_squared) are the state-space
+// ops' (supports_ssm: the CPU and CUDA backends).
 Status check_gate_ops(const ModelConfig& c, const Backend& backend) {
+  if (!c.alibi_slopes.empty() && !backend.supports_alibi())
+    return unsupported("backend '" + backend.name() + "' has no ALiBi attention (AttentionMeta::alibi_slopes); " +
+                       c.arch + " runs on the CPU backend");
   if ((c.attn_gate || c.mlp_activation == MlpActivation::relu2) && !backend.supports_ssm())
     return unsupported("backend '" + backend.name() + "' has no sigmoid_mul / relu_squared ops; " + c.arch +
                        " runs on the CPU and CUDA backends");

@@ -90,6 +90,8 @@ std::string llama_variant_arch(const std::string& class_name, const std::string&
       {"GPTNeoXForCausalLM", "gpt_neox"},         {"GPTJForCausalLM", "gptj"},  // gpt_decoders_config.h
       {"GPT2LMHeadModel", "gpt2"},                {"GPTBigCodeForCausalLM", "gpt_bigcode"},
       {"FalconForCausalLM", "falcon"},            {"RWForCausalLM", "falcon"},  // (the RW remote code's)
+      {"BloomForCausalLM", "bloom"},              {"OPTForCausalLM", "opt"},
+      {"MptForCausalLM", "mpt"},                  {"MPTForCausalLM", "mpt"},  // (transformers', the Hub's remote code's)
       {"MiMoV2FlashForCausalLM", "mimo_v2_flash"}, {"ExaoneMoeForCausalLM", "exaone_moe"},
       {"ExaoneMoEForCausalLM", "exaone_moe"},
       {"InternLM2ForCausalLM", "internlm2"},      {"InternLM3ForCausalLM", "internlm3"},  // internlm_config.h

@@ -67,7 +67,7 @@ constexpr const char* kSupported =
     "ExaoneMoeForCausalLM (exaone_moe), Jais2ForCausalLM (jais2), NemotronForCausalLM (nemotron), "
     "ExaoneForCausalLM (exaone), FlexOlmoForCausalLM (flex_olmo), GPTNeoXForCausalLM (gpt_neox), "
     "GPTJForCausalLM (gptj), GPT2LMHeadModel (gpt2), GPTBigCodeForCausalLM (gpt_bigcode), FalconForCausalLM (falcon; "
-    "also RWForCausalLM)";
+    "also RWForCausalLM), BloomForCausalLM (bloom), MptForCausalLM (mpt), OPTForCausalLM (opt)";
 
 // DeepSeek's MLA family (models/deepseek.h): V2, V3 and its descendants Mistral Small 4, GLM-4.7-Flash and
 // Youtu-LLM.
@@ -663,6 +663,11 @@ Status ModelConfig::validate() const {
   if (!(rope_theta > 0.0f) || !std::isfinite(rope_theta))
     return invalid_argument("model config: rope_theta must be a positive number");
   if (sliding_window < 0) return invalid_argument("model config: sliding_window must be >= 0");
+  if (!alibi_slopes.empty() && alibi_slopes.size() != static_cast<size_t>(n_heads))
+    return invalid_argument("model config: ALiBi needs one slope per attention head (" + std::to_string(n_heads) +
+                            "), got " + std::to_string(alibi_slopes.size()));
+  if (mlp_activation == MlpActivation::relu && !mlp_ungated)
+    return invalid_argument("model config: the relu activation is OPT's ungated MLP's (no gated relu MLP)");
   if (!sliding_layers.empty() && sliding_layers.size() != static_cast<size_t>(n_layers))
     return invalid_argument("model config: layer_types must list one type per layer");
   if (rotary_dim < 0 || rotary_dim > head_dim || rope_dims() % 2 != 0)

@@ -21,7 +21,7 @@ namespace brigade {
 // encoder's ungated GELU, exact (erf: BERT's "gelu") or tanh-approximated ("gelu_new"), or
 // Apertus's ungated xIELU (up_proj, xIELU with the layer's learned parameters, down_proj;
 // Backend::xielu), or Arcee AFM's ungated relu2 (up_proj, relu(x)^2, down_proj; Backend::relu_squared).
-enum class MlpActivation : uint8_t { silu, gelu_tanh, gelu, xielu, relu2 };
+enum class MlpActivation : uint8_t { silu, gelu_tanh, gelu, xielu, relu2, relu };
 
 // A Mamba2 mixer's shape and options (config.json of Mamba2ForCausalLM: num_heads, head_dim,
 // n_groups, state_size, conv_kernel, expand, use_conv_bias, use_bias, time_step_limit), or a
@@ -104,7 +104,9 @@ struct ModelConfig {
   bool layer_norms = false;
   bool norms_weightless = false;  // OLMo 1 (OlmoLayerNorm): the decoder's LayerNorms have neither weight nor
                                   // bias (none stored; unit weights made at load); nanochat's RMSNorms likewise
-  bool embed_norm = false;        // nanochat: a weightless RMSNorm of the embeddings before layer 0
+  bool embed_norm = false;        // nanochat: a weightless RMSNorm of the embeddings before layer 0; with
+                                  // layer_norms, BLOOM's word_embeddings_layernorm (model.embed_norm.weight
+                                  // and .bias, a LayerNorm)
   bool rope_reversed = false;     // nanochat: rotate_half as cat(x2, -x1), the rotation by minus the angle
                                   // (inv_freq negated at load)
   bool parallel_blocks = false;
@@ -122,6 +124,10 @@ struct ModelConfig {
   // use_parallel_residual: x + attn(ln1(x)) + mlp(ln2(x))).
   bool learned_positions = false;
   bool parallel_mlp_norm = false;
+  // ALiBi (BLOOM's and MPT's slopes, one per attention head, from their config readers): every
+  // layer's scores gain slope[h] * (key position - query position) (AttentionMeta::alibi_slopes);
+  // no RoPE. Empty = none.
+  std::vector<float> alibi_slopes;
   bool fused_weights = false;   // q|k|v and gate|up stored as one tensor each (phi3: self_attn.qkv_proj,
                                 // mlp.gate_up_proj) rather than q/k/v_proj and gate/up_proj
   int sliding_window = 0;       // 0 = none

@@ -13,6 +13,7 @@
 #include "models/tokenizer_tekken.h"
 #include "models/tokenizer_tiktoken.h"
 #include "models/tokenizer_unigram.h"
+#include "models/tokenizer_vocab_merges.h"
 #include "models/tokenizer_wordpiece.h"
 
 namespace brigade {
@@ -82,9 +83,11 @@ Expected<std::unique_ptr<Tokenizer>> Tokenizer::load(const std::string& path) {
       return load_tekken_tokenizer((fs::path(path) / kTekkenFile).string());
     if (!fs::exists(json_path, ec) && has_tiktoken_vocabulary(path)) return load_tiktoken_tokenizer(path);
     if (!fs::exists(json_path, ec) && fs::exists(sp_path, ec)) return load_sentencepiece_model(sp_path.string());
+    // The slow GPT-2 tokenizer's files (OPT's repositories, older GPT-2 family ones).
+    if (!fs::exists(json_path, ec) && has_vocab_merges_files(path)) return load_vocab_merges_tokenizer(path);
     if (!fs::exists(json_path, ec))
-      return not_found(path + ": no tokenizer.json, tekken.json, tokenizer.model or tiktoken vocabulary "
-                       "(tiktoken.model, hy.tiktoken, qwen.tiktoken) in the model directory");
+      return not_found(path + ": no tokenizer.json, tekken.json, tokenizer.model, tiktoken vocabulary "
+                       "(tiktoken.model, hy.tiktoken, qwen.tiktoken) or vocab.json and merges.txt in the model directory");
     const fs::path config_path = fs::path(path) / "tokenizer_config.json";
     if (fs::exists(config_path, ec)) {
       BRIGADE_ASSIGN_OR_RETURN(config_text, read_text_file(config_path.string()));

@@ -1017,6 +1017,31 @@ def fixtures():
             vocab_size=256, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, multi_query=False,
             parallel_attn=False, new_decoder_architecture=False, bias=True, alibi=False, activation="gelu_new",
             max_position_embeddings=256, layer_norm_epsilon=1e-5, bos_token_id=1, eos_token_id=2, pad_token_id=0)),
+        # BLOOM (BloomForCausalLM; make_gpt): ALiBi over 6 heads (not a power of two: BLOOM's extra
+        # slopes for heads 4-5, as BLOOM-176B's 112 heads have), the embeddings' LayerNorm,
+        # query_key_value per head [6, 3, 8], biases everywhere, bloom_gelu, tied; hidden 48.
+        "bloom": ("BloomConfig", "BloomForCausalLM", dict(
+            vocab_size=256, hidden_size=48, n_layer=2, n_head=6, layer_norm_epsilon=1e-5, bos_token_id=1,
+            eos_token_id=2, pad_token_id=0)),
+        # MPT (MptForCausalLM, mosaicml/mpt-7b's layer): ALiBi over 4 heads (alibi_bias_max 8),
+        # LayerNorms with weights only, no biases, Wqkv q|k|v, a 4 x d_model exact-GELU MLP, tied.
+        "mpt": ("MptConfig", "MptForCausalLM", dict(
+            vocab_size=256, d_model=32, n_heads=4, n_layers=2, expansion_ratio=4, max_seq_len=256,
+            layer_norm_epsilon=1e-5, attn_config=dict(alibi=True, alibi_bias_max=8), bos_token_id=1, eos_token_id=2,
+            pad_token_id=0)),
+        # MPT over 6 heads (MPT's slopes reordered for a count that is not a power of two, as MPT-30B's
+        # 56), clip_qkv 1.0, softmax_scale 0.25; hidden 48. (transformers' MptModel takes
+        # alibi_bias_max 8 whatever attn_config says.)
+        "mpt_clip": ("MptConfig", "MptForCausalLM", dict(
+            vocab_size=256, d_model=48, n_heads=6, n_layers=2, expansion_ratio=4, max_seq_len=256,
+            layer_norm_epsilon=1e-5, attn_config=dict(alibi=True, alibi_bias_max=8, clip_qkv=1.0, softmax_scale=0.25),
+            bos_token_id=1, eos_token_id=2, pad_token_id=0)),
+        # OPT (OPTForCausalLM, facebook/opt-125m's layer): learned positions over 64 (a table of 66
+        # rows, offset 2), pre-norm biased LayerNorms, q/k/v/out and fc1 / fc2 with biases, relu, tied.
+        "opt": ("OPTConfig", "OPTForCausalLM", dict(
+            vocab_size=256, hidden_size=32, num_hidden_layers=2, ffn_dim=64, num_attention_heads=4,
+            max_position_embeddings=64, word_embed_proj_dim=32, do_layer_norm_before=True, bos_token_id=1,
+            eos_token_id=2, pad_token_id=0)),
     }
 
 
@@ -1641,7 +1666,7 @@ def make(name, config_cls, model_cls, kw, seed, model=None):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("nanochat", "cwm", "iquestcoder", "solar", "minicpm", "youtu", "bamba", "deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "ministral", "vaultgemma", "param2moe", "sarvam", "cohere2_moe", "hy_v3", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone", "gpt", "falcon")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("nanochat", "cwm", "iquestcoder", "solar", "minicpm", "youtu", "bamba", "deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "ministral", "vaultgemma", "param2moe", "sarvam", "cohere2_moe", "hy_v3", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone", "gpt", "falcon", "bloom", "mpt", "opt")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 
@@ -1649,7 +1674,7 @@ def make(name, config_cls, model_cls, kw, seed, model=None):
 # The GPT fixtures' seeds (fixed, so fixtures added to fixtures() before them change nothing).
 GPT_SEEDS = {"gpt_neox": 3600, "gpt_neox_sequential": 3601, "gptj": 3602, "gpt2": 3603, "gpt_bigcode": 3604,
              "gpt_bigcode_mha": 3605, "falcon": 3606, "falcon_new": 3607, "falcon_one_norm": 3608,
-             "falcon_sequential": 3609}
+             "falcon_sequential": 3609, "bloom": 3610, "mpt": 3611, "mpt_clip": 3612, "opt": 3613}
 
 
 def gpt_model(config_cls, model_cls, kw, seed):

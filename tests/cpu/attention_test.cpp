@@ -34,10 +34,11 @@ struct Problem {
   float softcap = 0.0f;  // AttentionMeta::softcap
   std::vector<float> sinks;  // AttentionMeta::sinks, one per query head, or none
   int chunk = 0;             // AttentionMeta::chunk
+  std::vector<float> alibi;  // AttentionMeta::alibi_slopes, one per query head, or none
 };
 
 struct Built {
-  OwnedTensor qkv, k, v, q_start, ctx_len, table, sinks;
+  OwnedTensor qkv, k, v, q_start, ctx_len, table, sinks, alibi;
   AttentionMeta meta;
   std::vector<std::vector<int>> pages;  // per sequence, page of each block
 };
@@ -92,6 +93,11 @@ Built build(Backend& b, const Problem& p, std::mt19937& rng) {
     std::copy(p.sinks.begin(), p.sinks.end(), o.sinks.tensor.as<float>());
     o.meta.sinks = o.sinks.tensor;
   }
+  if (!p.alibi.empty()) {
+    o.alibi = make(b, DType::f32, {static_cast<int64_t>(p.alibi.size())});
+    std::copy(p.alibi.begin(), p.alibi.end(), o.alibi.tensor.as<float>());
+    o.meta.alibi_slopes = o.alibi.tensor;
+  }
   for (const Seq& s : p.seqs) {
     o.meta.max_q_len = std::max(o.meta.max_q_len, s.n_q);
     o.meta.max_ctx_len = std::max(o.meta.max_ctx_len, s.ctx);
@@ -124,6 +130,7 @@ std::vector<double> reference(const Problem& p, const Built& o, float scale) {
             dot += get(o.qkv.tensor, row * l.row_width() + h * d + e) * kv_at(o.k.tensor, t, g, e);
           dot *= scale;
           sc.push_back(p.softcap > 0 ? std::tanh(dot / p.softcap) * p.softcap : dot);
+          if (!p.alibi.empty()) sc.back() += p.alibi[static_cast<size_t>(h)] * static_cast<double>(t - pos);  // ALiBi
         }
         const double mx = *std::max_element(sc.begin(), sc.end());
         double sum = p.sinks.empty() ? 0.0 : std::exp(p.sinks[static_cast<size_t>(h)] - mx);  // gpt-oss's sink term
@@ -316,6 +323,34 @@ TEST(CpuAttention, SinksJoinTheDenominator) {
   const float scale = 0.25f;
   const std::vector<double> with = reference(q, o, scale);
   q.sinks.clear();
+  const std::vector<double> without = reference(q, o, scale);
+  double most = 0;
+  for (size_t i = 0; i < with.size(); ++i) most = std::max(most, std::fabs(with[i] - without[i]));
+  EXPECT_GT(most, 1e-2);
+}
+
+// ALiBi (BLOOM, MPT): each head's scores gain slope * (key position - query position); decode and
+// prefill rows over cached prefixes, contexts across several 64-key tiles and pages that do not
+// divide them, GQA groups of 4 and of 6 (a 4-query block and a tail), a window, bf16 K/V, steep
+// slopes (1: the nearest keys dominate) and gentle ones. Leaving the slopes out moves the result
+// past the tolerance.
+TEST(CpuAttention, AlibiBiasesScoresByDistance) {
+  Problem p{{8, 2, 32}, 5, DType::f32, 0, {{1, 30}, {70, 150}, {3, 3}, {1, 129}}};
+  p.alibi = {1.0f, 0.5f, 0.25f, 0.125f, 0.0625f, 0.03125f, 0.015625f, 0.0078125f};
+  check(p, 16);
+  p.window = 40;
+  p.kv_dtype = DType::bf16;
+  check(p, 17);
+  Problem g{{12, 2, 24}, 16, DType::f32, 0, {{65, 65}, {1, 200}}};  // groups of 6
+  for (int h = 0; h < 12; ++h) g.alibi.push_back(std::pow(2.0f, -0.75f * static_cast<float>(h + 1)));
+  check(g, 18);
+  std::mt19937 rng(16);
+  auto host = backend_at("scalar", 1);
+  Problem q = p;
+  const Built o = build(*host, q, rng);
+  const float scale = 1.0f / std::sqrt(32.0f);
+  const std::vector<double> with = reference(q, o, scale);
+  q.alibi.clear();
   const std::vector<double> without = reference(q, o, scale);
   double most = 0;
   for (size_t i = 0; i < with.size(); ++i) most = std::max(most, std::fabs(with[i] - without[i]));

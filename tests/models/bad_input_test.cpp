@@ -119,7 +119,7 @@ TEST_F(BadSafetensors, UnknownDtype) {
 }
 
 TEST_F(BadSafetensors, UnknownArchitectureAndBadConfig) {
-  testing::write_text(dir_.file("config.json"), R"({"architectures": ["FalconForCausalLM"]})");
+  testing::write_text(dir_.file("config.json"), R"({"architectures": ["RwkvForCausalLM"]})");
   expect_error(load_status(dir_.str()), StatusCode::unsupported, "supported: LlamaForCausalLM");
   testing::write_text(dir_.file("config.json"), "{\"architectures\": [");
   expect_error(load_status(dir_.str()), StatusCode::corrupt, "config.json");

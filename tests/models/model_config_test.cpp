@@ -59,10 +59,10 @@ TEST(ModelConfig, DefaultsAndVariants) {
 }
 
 TEST(ModelConfig, UnknownArchitectureListsSupported) {
-  auto c = parse_hf_config(R"({"architectures": ["BloomForCausalLM"], "hidden_size": 64})");
+  auto c = parse_hf_config(R"({"architectures": ["RwkvForCausalLM"], "hidden_size": 64})");
   ASSERT_FALSE(c.has_value());
   EXPECT_EQ(c.status().code(), StatusCode::unsupported);
-  EXPECT_NE(c.status().message().find("BloomForCausalLM"), std::string::npos);
+  EXPECT_NE(c.status().message().find("RwkvForCausalLM"), std::string::npos);
   EXPECT_NE(c.status().message().find("LlamaForCausalLM"), std::string::npos);
 }
 

@@ -202,6 +202,108 @@ TEST(TokenizerFiles, GgufCommandRDecodesWithoutCleaningSpaces) {
   EXPECT_EQ(*command_r->decode(*ids), text);
 }
 
+// GPT-2's vocabulary (llama.cpp's ggml-vocab-gpt-2.gguf: tokens and merges) written as the slow
+// tokenizer's vocab.json and merges.txt (the header GPT-2's file has first) with `config` as
+// tokenizer_config.json; false when the test data is absent.
+bool write_gpt2_slow_files(const testing::TempDir& dir, const nlohmann::json& config) {
+  const std::string file = kDir + "ggml-vocab-gpt-2.gguf";
+  if (!std::filesystem::exists(file)) return false;
+  auto g = GgufFile::open(file);
+  EXPECT_TRUE(g.has_value());
+  if (!g) return false;
+  const GgufValue* tokens = (*g)->find("tokenizer.ggml.tokens");
+  const GgufValue* merges = (*g)->find("tokenizer.ggml.merges");
+  EXPECT_TRUE(tokens != nullptr && merges != nullptr);
+  if (tokens == nullptr || merges == nullptr) return false;
+  nlohmann::json vocab = nlohmann::json::object();
+  for (size_t i = 0; i < tokens->strs.size(); ++i) vocab[tokens->strs[i]] = i;
+  std::string merges_text = "#version: 0.2\n";
+  for (const std::string& m : merges->strs) merges_text += m + "\n";
+  testing::write_text(dir.file("vocab.json"), vocab.dump());
+  testing::write_text(dir.file("merges.txt"), merges_text);
+  if (!config.is_null()) testing::write_text(dir.file("tokenizer_config.json"), config.dump());
+  return true;
+}
+
+// A directory with the slow GPT-2 tokenizer's files and no tokenizer.json (OPT's repositories)
+// encodes llama.cpp's GPT-2 vectors exactly and decodes them back; "<|endoftext|>", a special
+// token the config names, is one id wherever it appears.
+TEST(TokenizerFiles, VocabJsonAndMergesTxtEncodeLlamaCppsGpt2Vectors) {
+  const testing::TempDir dir("gpt2_slow");
+  const nlohmann::json config = {{"tokenizer_class", "GPT2Tokenizer"}, {"bos_token", "<|endoftext|>"},
+                                 {"eos_token", "<|endoftext|>"}, {"unk_token", "<|endoftext|>"},
+                                 {"add_prefix_space", false}, {"add_bos_token", nullptr}};
+  if (!write_gpt2_slow_files(dir, config)) GTEST_SKIP() << "test data absent: " << kDir;
+  auto tok = Tokenizer::load(dir.str());
+  ASSERT_TRUE(tok.has_value()) << tok.status().to_string();
+  const auto cases = testing::read_llama_cpp_vectors(kDir, "ggml-vocab-gpt-2.gguf");
+  ASSERT_GT(cases.size(), 30u);
+  for (const auto& c : cases) {
+    auto ids = (*tok)->encode(c.text, /*add_bos=*/true);  // add_bos_token null: nothing added
+    ASSERT_TRUE(ids.has_value()) << ids.status().to_string();
+    EXPECT_EQ(*ids, c.ids) << "input: '" << c.text << "'";
+    auto text = (*tok)->decode(*ids);
+    ASSERT_TRUE(text.has_value());
+    EXPECT_EQ(*text, c.text);
+  }
+  auto hello = (*tok)->encode("Hello", false);
+  auto special = (*tok)->encode("Hello<|endoftext|>Hello", false);
+  ASSERT_TRUE(hello.has_value() && special.has_value());
+  std::vector<int32_t> want = *hello;
+  want.push_back(50256);
+  want.insert(want.end(), hello->begin(), hello->end());
+  EXPECT_EQ(*special, want) << "the special token whole, not split into pieces";
+  EXPECT_EQ((*tok)->eos_ids(), std::vector<int32_t>{50256});
+}
+
+// OPT's tokenizer_config.json says add_bos_token true (its bos "</s>" here as "<|endoftext|>"):
+// prompts start with it; add_prefix_space true puts a space before the first word; without any
+// tokenizer_config.json, special_tokens_map.json names the special tokens.
+TEST(TokenizerFiles, VocabJsonAndMergesTxtHonourTheConfig) {
+  const testing::TempDir dir("gpt2_slow_bos");
+  if (!write_gpt2_slow_files(dir, {{"bos_token", {{"content", "<|endoftext|>"}, {"special", true}}},
+                                   {"add_bos_token", true}, {"add_prefix_space", true}}))
+    GTEST_SKIP() << "test data absent: " << kDir;
+  auto tok = Tokenizer::load(dir.str());
+  ASSERT_TRUE(tok.has_value()) << tok.status().to_string();
+  auto ids = (*tok)->encode("Hello world", true);
+  ASSERT_TRUE(ids.has_value());
+  EXPECT_EQ(*ids, (std::vector<int32_t>{50256, 18435, 995})) << "BOS, then ' Hello' (a prefix space) and ' world'";
+  auto no_bos = (*tok)->encode("Hello world", false);
+  ASSERT_TRUE(no_bos.has_value());
+  EXPECT_EQ(*no_bos, (std::vector<int32_t>{18435, 995}));
+
+  const testing::TempDir plain("gpt2_slow_map");
+  ASSERT_TRUE(write_gpt2_slow_files(plain, nullptr));
+  testing::write_text(plain.file("special_tokens_map.json"), R"({"eos_token": "<|endoftext|>"})");
+  auto mapped = Tokenizer::load(plain.str());
+  ASSERT_TRUE(mapped.has_value()) << mapped.status().to_string();
+  EXPECT_EQ((*mapped)->eos_ids(), std::vector<int32_t>{50256});
+  auto hello = (*mapped)->encode("Hello world", true);
+  ASSERT_TRUE(hello.has_value());
+  EXPECT_EQ(*hello, (std::vector<int32_t>{15496, 995})) << "'Hello' without a prefix space, no BOS";
+}
+
+// A merges.txt line that is not two tokens, and a vocab.json id that is not an integer, are
+// refused naming the file.
+TEST(TokenizerFiles, BadVocabJsonOrMergesTxtAreClearErrors) {
+  const testing::TempDir dir("gpt2_slow_bad");
+  if (!write_gpt2_slow_files(dir, nullptr)) GTEST_SKIP() << "test data absent: " << kDir;
+  testing::write_text(dir.file("merges.txt"), "#version: 0.2\n\u0120 t\nthree parts here\n");
+  auto bad_merges = Tokenizer::load(dir.str());
+  ASSERT_FALSE(bad_merges.has_value());
+  EXPECT_EQ(bad_merges.status().code(), StatusCode::corrupt);
+  EXPECT_NE(bad_merges.status().message().find("merges.txt: line 3 is not two tokens"), std::string::npos)
+      << bad_merges.status().message();
+  testing::write_text(dir.file("merges.txt"), "#version: 0.2\n");
+  testing::write_text(dir.file("vocab.json"), R"({"a": 0, "b": "one"})");
+  auto bad_vocab = Tokenizer::load(dir.str());
+  ASSERT_FALSE(bad_vocab.has_value());
+  EXPECT_EQ(bad_vocab.status().code(), StatusCode::corrupt);
+  EXPECT_NE(bad_vocab.status().message().find("vocab.json: token 'b' has id \"one\""), std::string::npos)
+      << bad_vocab.status().message();
+}
+
 TEST(TokenizerFiles, BadInputsAreClearErrors) {
   const std::string gpt2 = kDir + "ggml-vocab-gpt-2.gguf";
   if (!std::filesystem::exists(gpt2)) GTEST_SKIP() << "test data absent: " << gpt2;
