@@ -155,7 +155,7 @@ void run_item(const CpuContext& c, const Item& it, const Shape& s, const float* 
         sc.pos[static_cast<size_t>(r * s.group + h)] = first_pos + it.row_begin + r;
       }
   }
-  alignas(64) int64_t offset[kAttendMaxQueries];
+  alignas(64) int32_t offset[kAttendMaxQueries];
   const int64_t row0 = q_start[it.seq] + it.row_begin;  // the item's first row in the step
   auto range = [&](int64_t r) { return visible(s, row0 + r, first_pos + it.row_begin + r); };
   // The rows' ranges start in position order; with attend_until they may end in any order.
@@ -198,7 +198,7 @@ void run_item(const CpuContext& c, const Item& it, const Shape& s, const float* 
           const int64_t n = std::min(r_end * s.group - q0, kAttendMaxQueries);
           ScoreBias bias;
           if (s.alibi != nullptr) {
-            for (int64_t i = 0; i < n; ++i) offset[i] = a - sc.pos[static_cast<size_t>(q0 + i)];
+            for (int64_t i = 0; i < n; ++i) offset[i] = static_cast<int32_t>(a - sc.pos[static_cast<size_t>(q0 + i)]);
             bias = {sc.slope.data() + q0, offset};
           }
           kn.attend_scores(sc.q.data() + q0 * d, n, sc.kt.data() + (a - p0), kLdk, e - a, d,

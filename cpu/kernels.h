@@ -52,10 +52,10 @@ struct KvRows {
 
 // ALiBi's additive scores for the queries of one Kernels::attend_scores call: query i's score for
 // the tile's key t gains slope[i] * (t + offset[i]) (offset: the tile's first key position minus
-// the query's position).
+// the query's position; int32, so that the distance converts to float in vectors).
 struct ScoreBias {
   const float* slope = nullptr;
-  const int64_t* offset = nullptr;
+  const int32_t* offset = nullptr;
 };
 
 struct Kernels {

@@ -106,7 +106,7 @@ void attend_scores(const float* q, int64_t nq, const float* kt, int64_t ldk, int
       float s = 0.0f;
       for (int64_t j = 0; j < d; ++j) s += q[i * d + j] * kt[j * ldk + t];
       sc[t] = softcap > 0.0f ? std::tanh(s / softcap) * softcap : s;
-      if (bias != nullptr) sc[t] += bias->slope[i] * static_cast<float>(t + bias->offset[i]);
+      if (bias != nullptr) sc[t] += bias->slope[i] * static_cast<float>(static_cast<int32_t>(t) + bias->offset[i]);
       tile_max = std::max(tile_max, sc[t]);
     }
     const float new_m = std::max(m[i], tile_max);

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -208,7 +209,9 @@ BENCHMARK(BM_QkvQ4KM)->ArgsProduct({{1, 4, 64}, {0, 1}})->ArgNames({"n", "stacke
 // Decode attention: n_seqs sequences of one query each over ctx cached tokens; 12 query heads
 // (groups of 3) or 32 (TinyLlama's groups of 8) over 4 kv heads, head_dim 64, KV of dtype T (bf16, or int8 with one scale per token and kv head) in
 // 16-token pages laid out in order. Bytes counted are the KV bytes read, scales included.
-template <DType T>
+// Alibi: BLOOM's / MPT's ALiBi slopes on every head (AttentionMeta::alibi_slopes), to compare with
+// the same shape without them.
+template <DType T, bool Alibi = false>
 void BM_AttentionDecode(benchmark::State& state) {
   const int n_seqs = static_cast<int>(state.range(0)), ctx = static_cast<int>(state.range(1));
   const QkvLayout l{static_cast<int>(state.range(2)), 4, 64};
@@ -244,6 +247,9 @@ void BM_AttentionDecode(benchmark::State& state) {
   meta.n_seqs = n_seqs;
   meta.max_q_len = 1;
   meta.max_ctx_len = ctx;
+  std::vector<float> slopes(static_cast<size_t>(l.n_heads));
+  for (size_t h = 0; h < slopes.size(); ++h) slopes[h] = std::pow(2.0f, -8.0f * static_cast<float>(h + 1) / static_cast<float>(slopes.size()));
+  if (Alibi) meta.alibi_slopes = Tensor(slopes.data(), DType::f32, {l.n_heads});
   for (auto _ : state) {
     backend().attention(qkv.tensor, l, cache, meta, 0.125f, out.tensor);
     benchmark::DoNotOptimize(out.tensor.data);
@@ -261,12 +267,21 @@ void attention_decode_args(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_AttentionDecode<DType::bf16>)->Apply(attention_decode_args);
 BENCHMARK(BM_AttentionDecode<DType::i8>)->Apply(attention_decode_args);
+BENCHMARK(BM_AttentionDecode<DType::bf16, true>)
+    ->Name("BM_AttentionDecodeAlibi<bf16>")
+    ->Args({8, 1024, 12})
+    ->Args({8, 4096, 12})
+    ->Args({32, 512, 32})
+    ->ArgNames({"seqs", "ctx", "heads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 // Prefill attention: one sequence's n-token prompt over itself (causal), TinyLlama's heads (32
 // query heads over 4 kv heads, head_dim 64) and Llama-3-8B's (32 over 8, head_dim 128), bf16 KV
 // in 16-token pages, as the engine's first chunk of a prompt runs it. Compute bound: GFLOPS
 // counts QK^T and PV (2 * 2 * head_dim per visible query-key pair and head), of_sgemm is the
-// fraction of the f32 GEMM rate measured in the same run.
+// fraction of the f32 GEMM rate measured in the same run. Alibi as BM_AttentionDecode's.
+template <bool Alibi = false>
 void BM_AttentionPrefill(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   const QkvLayout l{32, static_cast<int>(state.range(1)), static_cast<int>(state.range(2))};
@@ -285,6 +300,9 @@ void BM_AttentionPrefill(benchmark::State& state) {
   meta.n_seqs = 1;
   meta.max_q_len = n;
   meta.max_ctx_len = n;
+  std::vector<float> slopes(static_cast<size_t>(l.n_heads));
+  for (size_t h = 0; h < slopes.size(); ++h) slopes[h] = std::pow(2.0f, -8.0f * static_cast<float>(h + 1) / static_cast<float>(slopes.size()));
+  if (Alibi) meta.alibi_slopes = Tensor(slopes.data(), DType::f32, {l.n_heads});
   const double gflop = 4.0 * l.head_dim * l.n_heads * (static_cast<double>(n) * (n + 1) / 2.0) / 1e9;
   sgemm_gflops();
   for (auto _ : state) {
@@ -295,7 +313,9 @@ void BM_AttentionPrefill(benchmark::State& state) {
   state.counters["GFLOPS"] = benchmark::Counter(iters * gflop, benchmark::Counter::kIsRate);
   state.counters["of_sgemm"] = benchmark::Counter(iters * gflop / sgemm_gflops(), benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_AttentionPrefill)->Args({512, 4, 64})->Args({2048, 4, 64})->Args({512, 8, 128})
+BENCHMARK(BM_AttentionPrefill<true>)->Name("BM_AttentionPrefillAlibi")->Args({512, 4, 64})->Args({2048, 4, 64})
+    ->ArgNames({"n", "kv_heads", "head_dim"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AttentionPrefill<>)->Name("BM_AttentionPrefill")->Args({512, 4, 64})->Args({2048, 4, 64})->Args({512, 8, 128})
     ->ArgNames({"n", "kv_heads", "head_dim"})->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 // Cost of one parallel_for whose chunks do nothing: the per-op hand-off paid ~100 times per
