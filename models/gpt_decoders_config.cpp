@@ -311,6 +311,43 @@ Status read_opt(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
+// GPT-Neo (GPTNeoForCausalLM: EleutherAI/gpt-neo-125m / 1.3B / 2.7B): GPT-2's learned positions and
+// biased LayerNorms, q/k/v without biases and out_proj with one, c_fc / c_proj Linears (not
+// Conv1D), scores not scaled (softmax_scale 1), and attention_types' "local" layers seeing the last
+// window_size positions (their own included).
+Status read_gpt_neo(const json& j, ModelConfig& c) {
+  c.learned_positions = true;
+  c.qkv_bias = false;
+  c.o_bias = true;
+  c.n_kv_heads = c.n_heads;
+  c.attn_scale = 1.0f;  // GPTNeoSelfAttention: q . k unscaled
+  c.sliding_window = 256;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "window_size", c.sliding_window, false));
+  if (c.sliding_window <= 0)
+    return invalid_argument("config.json: window_size must be > 0 (got " + std::to_string(c.sliding_window) + ")");
+  // attention_types: [[["global", "local"], 12]] expands to the layers' kinds, in order.
+  json types = json::array({json::array({json::array({"global", "local"}), 12})});
+  if (auto it = j.find("attention_types"); it != j.end() && !it->is_null()) types = *it;
+  std::vector<bool> local;
+  const std::string bad = "config.json: attention_types must be a list of [[\"global\" | \"local\", ...], count]";
+  if (!types.is_array()) return invalid_argument(bad);
+  for (const json& item : types) {
+    if (!item.is_array() || item.size() != 2 || !item[0].is_array() || !item[1].is_number_integer() || item[1].get<int>() < 0)
+      return invalid_argument(bad);
+    for (int r = 0; r < item[1].get<int>(); ++r)
+      for (const json& kind : item[0]) {
+        if (kind != "global" && kind != "local")
+          return invalid_argument(bad + " (got " + kind.dump() + ")");
+        local.push_back(kind == "local");
+      }
+  }
+  if (local.size() != static_cast<size_t>(c.n_layers))
+    return invalid_argument("config.json: attention_types expands to " + std::to_string(local.size()) +
+                            " layers, but num_layers is " + std::to_string(c.n_layers));
+  c.sliding_layers = std::move(local);
+  return Status::ok();
+}
+
 // Fused q|k|v rows of each part: GPT-NeoX's (and GPTBigCode MHA's) per head [heads, 3, head_dim],
 // Falcon's per KV group [kv heads, query heads per group + 2, head_dim] (Falcon-7B's MQA one group:
 // q, k, v one after the other; its MHA a group per head, as GPT-NeoX's), else q, k, v one after the
@@ -395,6 +432,19 @@ const Renames& renames(const std::string& arch) {
                                {".final_layer_norm.", ".post_attention_layernorm."},
                                {".fc1.", ".mlp.up_proj."},
                                {".fc2.", ".mlp.down_proj."}};
+  static const Renames kGptNeo = {{"transformer.wte.", "model.embed_tokens."},
+                                  {"transformer.wpe.", "model.embed_positions."},
+                                  {"transformer.ln_f.", "model.norm."},
+                                  {"transformer.h.", "model.layers."},
+                                  {".ln_1.", ".input_layernorm."},
+                                  {".ln_2.", ".post_attention_layernorm."},
+                                  {".attn.attention.q_proj.", ".self_attn.q_proj."},
+                                  {".attn.attention.k_proj.", ".self_attn.k_proj."},
+                                  {".attn.attention.v_proj.", ".self_attn.v_proj."},
+                                  {".attn.attention.out_proj.", ".self_attn.o_proj."},
+                                  {".mlp.c_fc.", ".mlp.up_proj."},
+                                  {".mlp.c_proj.", ".mlp.down_proj."}};
+  if (arch == "gpt_neo") return kGptNeo;
   if (arch == "bloom") return kBloom;
   if (arch == "mpt") return kMpt;
   if (arch == "opt") return kOpt;
@@ -445,7 +495,7 @@ Status split_qkv(const ModelConfig& c, const std::string& name, const RawTensor&
 
 bool is_gpt_decoder(const std::string& arch) {
   return arch == "gpt_neox" || arch == "gptj" || arch == "gpt2" || arch == "gpt_bigcode" || arch == "falcon" ||
-         arch == "bloom" || arch == "mpt" || arch == "opt";
+         arch == "bloom" || arch == "mpt" || arch == "opt" || arch == "gpt_neo";
 }
 
 void apply_gpt_config_names(json& j) {
@@ -460,11 +510,14 @@ void apply_gpt_config_names(json& j) {
   static constexpr std::pair<const char*, const char*> kNames[] = {{"n_embd", "hidden_size"},
                                                                    {"n_layer", "num_hidden_layers"},
                                                                    {"n_head", "num_attention_heads"},
+                                                                   {"num_layers", "num_hidden_layers"},  // GPT-Neo's
+                                                                   {"num_heads", "num_attention_heads"},
                                                                    {"n_positions", "max_position_embeddings"},
                                                                    {"activation_function", "hidden_act"}};
   for (const auto& [hub, ours] : kNames)
     if (j.contains(hub) && !j.contains(ours)) j[ours] = j[hub];
-  if (!j.contains("max_position_embeddings")) j["max_position_embeddings"] = type == "gptj" ? 2048 : 1024;
+  if (!j.contains("max_position_embeddings")) j["max_position_embeddings"] = type == "gpt2" || type == "gpt_bigcode" ? 1024 : 2048;
+  if (auto inter = j.find("intermediate_size"); inter != j.end() && inter->is_null()) j.erase(inter);  // GPT-Neo's null
   if (!j.contains("intermediate_size")) {
     auto inner = j.find("n_inner");
     if (inner != j.end() && !inner->is_null()) j["intermediate_size"] = *inner;
@@ -504,6 +557,7 @@ Status read_gpt_decoder(const json& j, ModelConfig& c) {
   if (c.arch == "bloom") return read_bloom(j, c);
   if (c.arch == "mpt") return read_mpt(j, c);
   if (c.arch == "opt") return read_opt(j, c);
+  if (c.arch == "gpt_neo") return read_gpt_neo(j, c);
   if (c.arch == "gpt_neox") {
     bool bias = true, parallel = true;
     BRIGADE_RETURN_IF_ERROR(read_bool(j, "attention_bias", bias));

@@ -1042,6 +1042,14 @@ def fixtures():
             vocab_size=256, hidden_size=32, num_hidden_layers=2, ffn_dim=64, num_attention_heads=4,
             max_position_embeddings=64, word_embed_proj_dim=32, do_layer_norm_before=True, bos_token_id=1,
             eos_token_id=2, pad_token_id=0)),
+        # GPT-Neo (GPTNeoForCausalLM, EleutherAI/gpt-neo-125m's layer; make_gpt): learned positions over
+        # 64, global and local attention alternating (attention_types [[global, local], 2]: 4 layers)
+        # with a window of 8 (the prompts run to 48), unscaled scores, q/k/v without biases, gelu_new,
+        # tied; hidden 32, 4 heads.
+        "gpt_neo": ("GPTNeoConfig", "GPTNeoForCausalLM", dict(
+            vocab_size=256, hidden_size=32, num_layers=4, num_heads=4, attention_types=[[["global", "local"], 2]],
+            window_size=8, max_position_embeddings=64, intermediate_size=None, activation_function="gelu_new",
+            layer_norm_epsilon=1e-5, bos_token_id=1, eos_token_id=2, pad_token_id=0)),
     }
 
 
@@ -1674,7 +1682,8 @@ def make(name, config_cls, model_cls, kw, seed, model=None):
 # The GPT fixtures' seeds (fixed, so fixtures added to fixtures() before them change nothing).
 GPT_SEEDS = {"gpt_neox": 3600, "gpt_neox_sequential": 3601, "gptj": 3602, "gpt2": 3603, "gpt_bigcode": 3604,
              "gpt_bigcode_mha": 3605, "falcon": 3606, "falcon_new": 3607, "falcon_one_norm": 3608,
-             "falcon_sequential": 3609, "bloom": 3610, "mpt": 3611, "mpt_clip": 3612, "opt": 3613}
+             "falcon_sequential": 3609, "bloom": 3610, "mpt": 3611, "mpt_clip": 3612, "opt": 3613,
+             "gpt_neo": 3614}
 
 
 def gpt_model(config_cls, model_cls, kw, seed):

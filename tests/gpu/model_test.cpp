@@ -326,12 +326,13 @@ TEST(GpuModel, LlamaVariantsFixturesMatchCpu) {
 // The classic GPT decoders (models/gpt_decoders_config.h): GPT-NeoX's parallel residual with two
 // LayerNorms and partial RoPE (and the sequential one), GPT-J's interleaved partial RoPE and
 // lm_head bias, GPT-2's learned positions, GPTBigCode's MQA and MHA, Falcon's MQA, new decoder
-// (grouped K/V, one or two norms) and sequential layer, OPT's offset positions and relu MLP
+// (grouped K/V, one or two norms) and sequential layer, GPT-Neo's local layers and unscaled
+// scores, OPT's offset positions and relu MLP
 // (Backend::clamp); their ungated GELU MLPs (Backend::gelu / gelu_tanh: gpu/row_ops.cu's gelu_kernel).
 TEST(GpuModel, ClassicGptDecodersMatchCpu) {
   BRIGADE_REQUIRE_GPU();
   for (const char* name : {"gpt_neox", "gpt_neox_sequential", "gptj", "gpt2", "gpt_bigcode", "gpt_bigcode_mha", "falcon",
-                           "falcon_new", "falcon_one_norm", "falcon_sequential", "opt"})
+                           "falcon_new", "falcon_one_norm", "falcon_sequential", "opt", "gpt_neo"})
     expect_fixture_matches_cpu(name, testing::fixture_dir(name));
 }
 

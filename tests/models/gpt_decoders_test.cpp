@@ -165,6 +165,34 @@ TEST(GptDecoders, FalconConfigs) {
   EXPECT_EQ(s->mlp_activation, MlpActivation::gelu_tanh) << "gelu_new";
 }
 
+// GPT-Neo: attention_types expanded to the layers' kinds (local ones sliding over window_size),
+// unscaled scores; EleutherAI/gpt-neo-125m's config.json (no tie key, intermediate_size null, 12
+// layers of [global, local] x 6) read with GPTNeoConfig's defaults.
+TEST(GptDecoders, GptNeoConfigs) {
+  auto n = parse_fixture("gpt_neo");
+  ASSERT_TRUE(n.has_value()) << n.status().to_string();
+  EXPECT_EQ(n->arch, "gpt_neo");
+  EXPECT_EQ(n->n_layers, 4);
+  EXPECT_EQ(n->intermediate_size, 128) << "null: 4 x hidden";
+  EXPECT_EQ(n->sliding_window, 8);
+  EXPECT_EQ(n->sliding_layers, (std::vector<bool>{false, true, false, true}));
+  EXPECT_EQ(n->attn_scale, 1.0f);
+  EXPECT_TRUE(n->learned_positions && n->tie_embeddings && n->o_bias && n->mlp_bias);
+  EXPECT_FALSE(n->qkv_bias);
+  EXPECT_EQ(n->mlp_activation, MlpActivation::gelu_tanh);
+  auto hub = parse_fixture("gpt_neo", [](nlohmann::json& j) {
+    for (const char* k : {"tie_word_embeddings", "window_size", "max_position_embeddings", "attention_layers"}) j.erase(k);
+    j["num_layers"] = 12;
+    j["attention_types"] = nlohmann::json::parse(R"([[["global", "local"], 6]])");
+  });
+  ASSERT_TRUE(hub.has_value()) << hub.status().to_string();
+  EXPECT_TRUE(hub->tie_embeddings);
+  EXPECT_EQ(hub->sliding_window, 256) << "GPTNeoConfig's window_size";
+  EXPECT_EQ(hub->max_position, 2048);
+  ASSERT_EQ(hub->sliding_layers.size(), 12u);
+  EXPECT_TRUE(hub->sliding_layers[11] && !hub->sliding_layers[10]);
+}
+
 // The RW remote code's config.json (RWForCausalLM; model_type RefinedWebModel for Falcon-7B's layer,
 // RefinedWeb for the new decoder; n_embed, n_head, n_layer, n_head_kv): read as FalconConfig's, and
 // over the falcon fixture's weights (the RW checkpoints' tensor names are FalconForCausalLM's) it
@@ -200,7 +228,7 @@ TEST(GptDecoders, FalconRwConfigs) {
 TEST(GptDecoders, DecodeStepsMatchTransformers) {
   auto backend = make_cpu_backend({.n_threads = 2});
   for (const char* name : {"gpt_neox", "gpt_neox_sequential", "gptj", "gpt2", "gpt_bigcode", "gpt_bigcode_mha", "falcon",
-                           "falcon_new", "falcon_one_norm", "falcon_sequential"}) {
+                           "falcon_new", "falcon_one_norm", "falcon_sequential", "gpt_neo"}) {
     SCOPED_TRACE(name);
     auto model = testing::load_or_fail(fixture_dir(name), *backend);
     ASSERT_NE(model, nullptr);
@@ -231,6 +259,9 @@ TEST(GptDecoders, PiecesMoveTheLogits) {
   EXPECT_GT(max_diff_with_rules("falcon_one_norm", [](ModelConfig& c) { c.rope_theta = 10000.0f; }), far)
       << "theta 10000 for Falcon2's 500042";
   EXPECT_GT(max_diff_with_rules("falcon", [](ModelConfig& c) { c.rotary_dim = 4; }), far) << "half of each head rotated";
+  EXPECT_GT(max_diff_with_rules("gpt_neo", [](ModelConfig& c) { c.attn_scale = 0.0f; }), far) << "scores / sqrt(head_dim)";
+  EXPECT_GT(max_diff_with_rules("gpt_neo", [](ModelConfig& c) { c.sliding_layers.clear(); }), far) << "every layer local";
+  EXPECT_GT(max_diff_with_rules("gpt_neo", [](ModelConfig& c) { c.sliding_window = 0; }), far) << "no local layers";
 }
 
 // The fixture's stored tensors as the file has them (Checkpoint::tensors are already renamed).
@@ -304,6 +335,11 @@ TEST(GptDecoders, UnsupportedConfigValuesAreRefusedByName) {
           "num_kv_heads (2) must equal num_attention_heads for falcon without multi_query");
   refused("falcon_new", [](nlohmann::json& j) { j["num_kv_heads"] = 3; }, "must be a multiple of num_kv_heads (3)");
   refused("falcon", [](nlohmann::json& j) { j["activation"] = "relu"; }, "activation 'relu' is not supported for falcon");
+  refused("gpt_neo", [](nlohmann::json& j) { j["attention_types"] = nlohmann::json::parse(R"([[["global", "local"], 3]])"); },
+          "attention_types expands to 6 layers, but num_layers is 4");
+  refused("gpt_neo", [](nlohmann::json& j) { j["attention_types"] = nlohmann::json::parse(R"([[["global", "sparse"], 2]])"); },
+          "attention_types must be a list of");
+  refused("gpt_neo", [](nlohmann::json& j) { j["window_size"] = 0; }, "window_size must be > 0");
 }
 
 // A fused q|k|v whose rows do not fit the heads is refused naming it: the MQA file under a config
@@ -350,7 +386,8 @@ TEST(GptDecoders, InspectNamesThem) {
       {"gpt_bigcode", {"gpt_bigcode", "positions:     learned absolute"}},
       {"falcon", {"falcon", "4 q, 1 kv, head_dim 8", "attention and MLP side by side on one norm", "ungated gelu (erf) MLP"}},
       {"falcon_new", {"falcon", "4 q, 2 kv", "attention and MLP side by side, each on its own norm", "tied embed:    no"}},
-      {"falcon_sequential", {"falcon", "qkv bias, o bias", "MLP biases", "ungated gelu_tanh MLP"}}});
+      {"falcon_sequential", {"falcon", "qkv bias, o bias", "MLP biases", "ungated gelu_tanh MLP"}},
+      {"gpt_neo", {"gpt_neo", "positions:     learned absolute", "o bias"}}});
 }
 
 }  // namespace
