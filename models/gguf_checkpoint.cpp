@@ -68,7 +68,7 @@ constexpr ArchRules kArchs[] = {
     {"gemma"}, {"starcoder2"}, {.name = "phi2", .partial_rotary = true}, {.name = "stablelm", .partial_rotary = true},
     {.name = "mimo2", .experts = true, .partial_rotary = true}, {.name = "exaone-moe", .experts = true},
     {"jais2"}, {.name = "nemotron", .partial_rotary = true}, {"exaone"},
-    {.name = "gptneox", .partial_rotary = true}, {"gpt2"}, {"starcoder"}};
+    {.name = "gptneox", .partial_rotary = true}, {"gpt2"}, {"starcoder"}, {"falcon"}, {"bloom"}, {"mpt"}};
 
 const ArchRules* find_arch(const std::string& arch) {
   for (const ArchRules& r : kArchs)

@@ -183,6 +183,8 @@ Status read_gpt2_attention(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
+}  // namespace
+
 // BLOOM's ALiBi slopes (transformers' _get_alibi_slopes, in f32 as torch computes them): for p the
 // largest power of two <= n, 2^(-8/p) to the powers 1..p; the heads past p take 2^(-4/p) to the
 // odd powers 1, 3, ...
@@ -215,6 +217,8 @@ std::vector<float> mpt_alibi_slopes(int n, float bias_max) {
   slopes.resize(static_cast<size_t>(n));
   return slopes;
 }
+
+namespace {
 
 // BLOOM (BloomForCausalLM): biases everywhere, the embeddings' own LayerNorm
 // (word_embeddings_layernorm: embed_norm), query_key_value per head, bloom_gelu (the tanh form),

@@ -56,6 +56,11 @@ namespace brigade {
 
 bool is_gpt_decoder(const std::string& arch);
 
+// ALiBi's slopes for n heads as transformers computes them: BLOOM's (_get_alibi_slopes), MPT's
+// (build_mpt_alibi_tensor with alibi_bias_max `bias_max`). Also what the GGUF readers use.
+std::vector<float> bloom_alibi_slopes(int n);
+std::vector<float> mpt_alibi_slopes(int n, float bias_max);
+
 // GPT-2's, GPT-J's and GPTBigCode's config names copied under the common ones where those are
 // absent (n_embd as hidden_size, n_layer, n_head, n_positions as max_position_embeddings, n_inner
 // as intermediate_size (null: 4 * n_embd), activation_function as hidden_act), their class

@@ -15,6 +15,18 @@ here with seeds of their own, changed only where llama.cpp cannot run them:
   gguf_starcoder           GPTBigCodeForCausalLM as make_fixtures.py's gpt_bigcode (MQA) with
                            n_inner None: StarCoderModel writes feed_forward_length 4 * n_embd and
                            head_count_kv 1 whatever config.json says (so no MHA file); --outtype f32
+  gguf_falcon              FalconForCausalLM as make_fixtures.py's falcon (Falcon-7B's multi_query
+                           layer on one norm; the converter reorders query_key_value); --outtype f32
+  gguf_falcon40b           as falcon_new (the new decoder: 2 K/V groups, ln_attn as attn_norm_2 and
+                           ln_mlp as attn_norm) with ffn_hidden_size None and theta 10000
+                           (FalconModel writes 4 * hidden and no rope.freq_base: a Falcon2-11B file
+                           loses its 500042); --outtype f32
+  gguf_bloom               BloomForCausalLM as make_fixtures.py's bloom (ALiBi over 6 heads, the
+                           embeddings' LayerNorm as token_embd_norm); --outtype f32
+  gguf_mpt                 MptForCausalLM as make_fixtures.py's mpt (ALiBi over 4 heads,
+                           max_alibi_bias 8); --outtype f32
+
+llama.cpp's falcon runs only the parallel layer without biases (no file of falcon_sequential).
 
 GPTJForCausalLM has no converter in llama.cpp (no gptj GGUF files are made or read).
 
@@ -52,6 +64,11 @@ SOURCES = {
     "gpt_neox_sequential": ("gpt_neox_sequential", {"attention_bias": True}, 3611),  # llama.cpp needs the biases
     "gpt2": ("gpt2", {}, 3612),
     "gpt_bigcode": ("gpt_bigcode", {"n_inner": None}, 3613),  # the converter writes 4 * n_embd
+    "falcon": ("falcon", {}, 3614),
+    # FalconModel writes 4 * hidden and no RoPE base (llama.cpp's 10000, Falcon-40B's)
+    "falcon_new": ("falcon_new", {"ffn_hidden_size": None, "rope_theta": 10000.0}, 3615),
+    "bloom": ("bloom", {}, 3616),
+    "mpt": ("mpt", {}, 3617),
 }
 # name: (source, --outtype, pre-tokenizer name)
 FIXTURES = {
@@ -59,6 +76,10 @@ FIXTURES = {
     "gguf_gptneox_sequential": ("gpt_neox_sequential", "f32", "gpt-2"),
     "gguf_gpt2": ("gpt2", "f32", "gpt-2"),
     "gguf_starcoder": ("gpt_bigcode", "f32", "gpt-2"),
+    "gguf_falcon": ("falcon", "f32", "gpt-2"),
+    "gguf_falcon40b": ("falcon_new", "f32", "gpt-2"),
+    "gguf_bloom": ("bloom", "f32", "gpt-2"),
+    "gguf_mpt": ("mpt", "f32", "gpt-2"),
 }
 
 # GPTNeoXModel given the Hub's rotary_pct back (module docstring).
@@ -66,20 +87,53 @@ CONVERT_NEOX = classic.convert_with_hparam("gptneox", "GPTNeoXModel", "rotary_pc
                                            'self.hparams["rope_parameters"]["partial_rotary_factor"]')
 
 
+# FalconModel given Falcon-7B's one K/V head. ModelBase.load_hparams takes AutoConfig's to_dict(),
+# and transformers 5's FalconConfig.__post_init__ fills num_kv_heads with the query head count
+# whatever config.json says (tiiuae/falcon-7b's has none), which the converter then reads as the
+# K/V heads of a multi_query file (a reshape error, tried). The hparams the converter would have
+# read from the Hub's config.json under older transformers: num_kv_heads absent, its `or 1`.
+CONVERT_FALCON = """
+import runpy, sys
+sys.path.insert(0, sys.argv[1])
+import conversion.base as base
+import conversion.falcon as conv
+pre = sys.argv[2]
+base.TextModel.get_vocab_base_pre = lambda self, tokenizer: pre
+init = conv.FalconModel.__init__
+def __init__(self, *args, **kwargs):
+    init(self, *args, **kwargs)
+    if self.hparams.get("multi_query", True) and not self.hparams.get("new_decoder_architecture", False):
+        self.hparams["num_kv_heads"] = 1
+conv.FalconModel.__init__ = __init__
+sys.argv = [sys.argv[1] + "/convert_hf_to_gguf.py"] + sys.argv[3:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
 def convert(model_dir, outfile, outtype, pre):
-    """make_gguf_lfm2_fixtures.convert, by CONVERT_NEOX for the GPT-NeoX checkpoints."""
+    """make_gguf_lfm2_fixtures.convert, by CONVERT_NEOX for the GPT-NeoX checkpoints and
+    CONVERT_FALCON for Falcon's."""
     snippet = CONVERT_NEOX if model_dir.name.startswith("gpt_neox") else None
+    snippet = CONVERT_FALCON if model_dir.name.startswith("falcon") else snippet
     lfm2.convert(model_dir, outfile, outtype, pre, snippet=snippet)
 
 
 def build_source(sources, source, tmp):
-    """make_gguf_lfm2_fixtures.build_source with make_fixtures.gpt_model's weights, and GPT-2's
-    config.json given the Hub's n_ctx."""
+    """make_gguf_lfm2_fixtures.build_source with make_fixtures.gpt_model's weights, and config.json
+    as the converter reads the Hub's: GPT-2's given n_ctx; Falcon-7B's (multi_query) without
+    num_kv_heads, as tiiuae/falcon-7b's (transformers 5 writes it as the query head count:
+    CONVERT_FALCON); MPT's architectures the remote code's MPTForCausalLM, the only name the
+    converter registers."""
     model, d = lfm2.build_source(sources, source, tmp, new_model=mf.gpt_model)
+    cfg = json.loads((d / "config.json").read_text())
     if source == "gpt2":
-        cfg = json.loads((d / "config.json").read_text())
         cfg["n_ctx"] = cfg["n_positions"]
-        (d / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    if source == "falcon":
+        cfg.pop("num_kv_heads")
+        cfg.pop("num_key_value_heads", None)
+    if source == "mpt":
+        cfg["architectures"] = ["MPTForCausalLM"]
+    (d / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
     return model, d
 
 

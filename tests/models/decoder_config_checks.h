@@ -1,6 +1,7 @@
 // Config checks shared by the tests of the Llama decoder's relatives (classic_decoders_test.cpp,
-// llama_relatives_test.cpp): a fixture's config.json parsed as edited, a refusal naming what was
-// refused, and the pieces `inspect` names.
+// llama_relatives_test.cpp, gpt_decoders_test.cpp, bloom_mpt_opt_test.cpp): a fixture's
+// config.json parsed as edited, a refusal naming what was refused, the pieces `inspect` names, and
+// where a position table ends.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -40,6 +41,24 @@ inline void expect_inspect_names(const std::vector<std::pair<std::string, std::v
     const std::string text = format_model_info(*info);
     for (const std::string& piece : pieces) EXPECT_NE(text.find(piece), std::string::npos) << piece << "\n" << text;
   }
+}
+
+// A learned-positions fixture's table ends at `limit` (its max_position): a step at position
+// limit - 1 runs, one at `limit` is refused by name.
+inline void expect_positions_end_at(const std::string& fixture, int limit) {
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto model = load_or_fail(fixture_dir(fixture), *backend);
+  ASSERT_NE(model, nullptr);
+  auto kv = KvCache::allocate(*backend, model->kv_layout(8, 16, DType::f32));
+  ASSERT_TRUE(kv.has_value());
+  const int vocab = model->config().vocab_size;
+  auto buf = backend->allocate(static_cast<size_t>(vocab) * sizeof(float));
+  ASSERT_TRUE(buf.has_value());
+  const Tensor logits = buf->view(DType::f32, {1, vocab});
+  EXPECT_TRUE(model->forward(make_step({{0, {5}, limit - 1, false}}, 16, 8), *kv, logits).is_ok());
+  const Status past = model->forward(make_step({{0, {5}, limit, false}}, 16, 8), *kv, logits);
+  EXPECT_EQ(past.code(), StatusCode::invalid_argument);
+  EXPECT_NE(past.message().find("max_position " + std::to_string(limit)), std::string::npos) << past.message();
 }
 
 }  // namespace brigade::testing

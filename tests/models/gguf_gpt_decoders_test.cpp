@@ -1,7 +1,8 @@
 // llama.cpp's GGUF files of the classic GPT decoders (models/gguf_gpt_decoders.h): gguf_gptneox,
-// gguf_gptneox_sequential, gguf_gpt2 and gguf_starcoder, written by llama.cpp's own converter
-// (scripts/make_gguf_gpt_fixtures.py) from tiny GPTNeoXForCausalLM, GPT2LMHeadModel and
-// GPTBigCodeForCausalLM checkpoints of the Hugging Face fixtures' shapes. Their logits, decode steps
+// gguf_gptneox_sequential, gguf_gpt2, gguf_starcoder, gguf_falcon, gguf_falcon40b, gguf_bloom and
+// gguf_mpt, written by llama.cpp's own converter (scripts/make_gguf_gpt_fixtures.py) from tiny
+// GPTNeoXForCausalLM, GPT2LMHeadModel, GPTBigCodeForCausalLM, FalconForCausalLM, BloomForCausalLM
+// and MptForCausalLM checkpoints of the Hugging Face fixtures' shapes. Their logits, decode steps
 // and greedy tokens against transformers' (which llama.cpp's match within the script's
 // LLAMACPP_BOUND: its --llamacpp pass), their configs as the Hugging Face fixtures', and the
 // refusal of what the reader does not take.
@@ -28,7 +29,8 @@ TEST_P(GgufGptF32, LogitsDecodeAndGreedyTokensMatchTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GgufGptF32,
-                         ::testing::Values("gguf_gptneox", "gguf_gptneox_sequential", "gguf_gpt2", "gguf_starcoder"),
+                         ::testing::Values("gguf_gptneox", "gguf_gptneox_sequential", "gguf_gpt2", "gguf_starcoder",
+                                           "gguf_falcon", "gguf_falcon40b", "gguf_bloom", "gguf_mpt"),
                          [](const auto& p) { return p.param; });
 
 struct Pair {
@@ -41,16 +43,28 @@ struct Pair {
 // sequential NeoX file keeps the biases its source has (llama.cpp requires them), the fixture has none.
 TEST(GgufGpt, ReadsAsItsHuggingFaceConfig) {
   for (const Pair& p : {Pair{"gguf_gptneox", "gpt_neox"}, Pair{"gguf_gptneox_sequential", "gpt_neox_sequential"},
-                        Pair{"gguf_gpt2", "gpt2"}, Pair{"gguf_starcoder", "gpt_bigcode"}}) {
+                        Pair{"gguf_gpt2", "gpt2"}, Pair{"gguf_starcoder", "gpt_bigcode"}, Pair{"gguf_falcon", "falcon"},
+                        Pair{"gguf_falcon40b", "falcon_new"}, Pair{"gguf_bloom", "bloom"}, Pair{"gguf_mpt", "mpt"}}) {
     SCOPED_TRACE(p.gguf);
     const auto [hf, file] = testing::open_gguf_and_hf(p.gguf, p.hf);
     ASSERT_TRUE(hf && file);
-    const ModelConfig& h = hf->config();
+    ModelConfig h = hf->config();
     const ModelConfig& g = file->config();
+    // gguf_falcon40b's source is falcon_new at theta 10000 (the converter writes no RoPE base).
+    if (std::string(p.gguf) == "gguf_falcon40b") h.rope_theta = 10000.0f;
     testing::expect_same_attention(g, h);
     testing::expect_same_dense_layer(g, h);
     EXPECT_EQ(g.learned_positions, h.learned_positions);
-    EXPECT_EQ(g.max_position, h.max_position);
+    EXPECT_EQ(g.alibi_slopes, h.alibi_slopes);
+    EXPECT_EQ(g.embed_norm, h.embed_norm);
+    EXPECT_EQ(g.parallel_blocks, h.parallel_blocks);
+    EXPECT_EQ(g.parallel_mlp_norm, h.parallel_mlp_norm);
+    EXPECT_EQ(g.mlp_activation, h.mlp_activation);
+    // (llama.cpp's falcon converter writes a context of 2048 whatever the model's, bloom's
+    // seq_length or else the hidden size.)
+    if (std::string(p.hf).find("falcon") == std::string::npos && std::string(p.hf) != "bloom") {
+      EXPECT_EQ(g.max_position, h.max_position);
+    }
     const bool biases = std::string(p.hf) != "gpt_neox_sequential";
     if (biases) {
       EXPECT_EQ(g.qkv_bias, h.qkv_bias);

@@ -296,20 +296,7 @@ TEST(GptDecoders, TheHubsGpt2LayoutLoads) {
 }
 
 // GPT-2's positions are a table of n_positions rows: a step at position 64 is refused by name.
-TEST(GptDecoders, LearnedPositionsEndAtMaxPosition) {
-  auto backend = make_cpu_backend({.n_threads = 1});
-  auto model = testing::load_or_fail(fixture_dir("gpt2"), *backend);
-  ASSERT_NE(model, nullptr);
-  auto kv = KvCache::allocate(*backend, model->kv_layout(8, 16, DType::f32));
-  ASSERT_TRUE(kv.has_value());
-  auto buf = backend->allocate(256 * sizeof(float));
-  ASSERT_TRUE(buf.has_value());
-  const Tensor logits = buf->view(DType::f32, {1, 256});
-  EXPECT_TRUE(model->forward(testing::make_step({{0, {5}, 63, false}}, 16, 8), *kv, logits).is_ok());
-  const Status past = model->forward(testing::make_step({{0, {5}, 64, false}}, 16, 8), *kv, logits);
-  EXPECT_EQ(past.code(), StatusCode::invalid_argument);
-  EXPECT_NE(past.message().find("max_position 64"), std::string::npos) << past.message();
-}
+TEST(GptDecoders, LearnedPositionsEndAtMaxPosition) { testing::expect_positions_end_at("gpt2", 64); }
 
 TEST(GptDecoders, UnsupportedConfigValuesAreRefusedByName) {
   refused("gpt2", [](nlohmann::json& j) { j["scale_attn_by_inverse_layer_idx"] = true; },
