@@ -98,5 +98,31 @@ TEST(GgufGpt, RefusesMissingParallelResidualAndMisshapedQkv) {
                           StatusCode::corrupt, "blk.0.attn_qkv.weight");
 }
 
+// An mpt file whose max_alibi_bias is not transformers' 8 (or 0: no ALiBi, no positions), or with
+// MPT's q/k norms, and a bloom file without the embeddings' LayerNorm, are refused by name.
+TEST(GgufGpt, RefusesMptAlibiOtherThanEightAndBloomWithoutItsEmbeddingNorm) {
+  const testing::TempDir dir("gguf_alibi");
+  using testing::gguf_str;
+  using testing::gguf_u32;
+  auto keys = [](const std::string& a) {
+    return std::vector<testing::GgufKv>{
+        gguf_str("general.architecture", a),       gguf_u32(a + ".block_count", 1),
+        gguf_u32(a + ".context_length", 64),       gguf_u32(a + ".embedding_length", 32),
+        gguf_u32(a + ".feed_forward_length", 128), gguf_u32(a + ".attention.head_count", 4),
+        {a + ".attention.layer_norm_epsilon", 6, 0, 1e-5f}};
+  };
+  const std::vector<std::pair<std::string, std::vector<uint64_t>>> embd = {{"token_embd.weight", {32, 64}}};
+  for (float bias : {0.0f, 16.0f}) {
+    auto kv = keys("mpt");
+    if (bias > 0.0f) kv.push_back({"mpt.attention.max_alibi_bias", 6, 0, bias});
+    testing::expect_refused(dir.file("mpt.gguf"), kv, embd, StatusCode::unsupported, "mpt.attention.max_alibi_bias");
+  }
+  auto kv = keys("mpt");
+  kv.push_back({"mpt.attention.max_alibi_bias", 6, 0, 8.0f});
+  testing::expect_refused(dir.file("mpt_qk.gguf"), kv, {{"token_embd.weight", {32, 64}}, {"blk.0.attn_q_norm.weight", {32}}},
+                          StatusCode::unsupported, "blk.0.attn_q_norm.weight");
+  testing::expect_refused(dir.file("bloom.gguf"), keys("bloom"), embd, StatusCode::corrupt, "token_embd_norm.weight");
+}
+
 }  // namespace
 }  // namespace brigade
