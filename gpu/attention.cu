@@ -8,8 +8,9 @@
 // (online softmax: running max m, sum l, unnormalised acc), then lanes own output dims for the
 // P·V product. Scores, m, l and acc stay f32. Rows are causal with an optional sliding window
 // and chunk (AttentionArgs::chunk);
-// scores are soft-capped where AttentionArgs::softcap > 0. A head's sink (AttentionArgs::sinks)
-// joins the denominator where the output is normalised: l + exp(sink - m).
+// scores are soft-capped where AttentionArgs::softcap > 0, and gain ALiBi's slope x (key position -
+// query position) where AttentionArgs::alibi is set. A head's sink (AttentionArgs::sinks) joins the
+// denominator where the output is normalised: l + exp(sink - m).
 //
 // Two kernel instances per KV dtype, by the widest head they take (kMaxDim, chosen at launch):
 // 256 (32 queries per block) and 512 (16: Gemma 4's full layers; its shared memory at 32 would
@@ -180,6 +181,8 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, At
         float acc = 0.0f;
         for (int j = 0; j < d; ++j) acc = fmaf(qr[j], kr[j], acc);
         score = a.softcap > 0.0f ? tanhf(acc / a.softcap) * a.softcap : acc;
+        // ALiBi: the head's slope times the key's distance back from the query (<= 0).
+        if (a.alibi != nullptr) score = fmaf(a.alibi[head0 + qi % heads], static_cast<float>(p - pos_q), score);
       }
       const float m_old = s.m[qi];
       const float m_new = fmaxf(m_old, warp_max(score));

@@ -480,6 +480,7 @@ class CudaBackendImpl final : public CudaBackend {
   bool supports_moe() const override { return true; }
   bool supports_gelu_experts() const override { return true; }
   int max_attention_head_dim() const override { return gpu::kAttentionMaxHeadDim; }  // attention.cu's buckets
+  bool supports_alibi() const override { return true; }  // attention.cu's scores (AttentionArgs::alibi)
   void moe_route(const Tensor& router_logits, const MoeRouting& r, const Tensor& ids, const Tensor& weights) override {
     const int64_t n = router_logits.dim(0), n_experts = router_logits.row_numel();
     const int k = r.k;
@@ -1222,6 +1223,10 @@ void CudaBackendImpl::attention(const Tensor& qkv, const QkvLayout& l, const KvL
   BRIGADE_CHECK(meta.sinks.empty() || (meta.sinks.dtype == DType::f32 && meta.sinks.numel() == l.n_heads),
                 "attention: sinks [n_heads] f32");
   a.sinks = meta.sinks.empty() ? nullptr : meta.sinks.as<const float>();
+  BRIGADE_CHECK(meta.alibi_slopes.empty() ||
+                    (meta.alibi_slopes.dtype == DType::f32 && meta.alibi_slopes.numel() == l.n_heads),
+                "attention: alibi_slopes [n_heads] f32");
+  a.alibi = meta.alibi_slopes.empty() ? nullptr : meta.alibi_slopes.as<const float>();
   a.out = out.data;
   // Flash decoding: split the KV range when the (sequence, kv head slice, row block) blocks alone
   // would leave SMs idle, keeping at least 4 tiles (128 positions) per split.
@@ -1239,7 +1244,8 @@ void CudaBackendImpl::attention(const Tensor& qkv, const QkvLayout& l, const KvL
     a.partial = static_cast<float*>(partial_.data());
   }
   graphs_->record(Sig() << kAttention << qkv << cache.k << cache.v << meta.q_start << meta.ctx_len << meta.block_table
-                        << a.n_seqs << a.max_q_len << a.sliding_window << a.chunk << scale << a.softcap << meta.sinks << out
+                        << a.n_seqs << a.max_q_len << a.sliding_window << a.chunk << scale << a.softcap << meta.sinks
+                        << meta.alibi_slopes << out
                         << a.n_splits << a.partial
                         << l.n_heads << l.n_kv_heads << l.head_dim,
                   [a, this] { gpu::launch_attention(a, stream_); });

@@ -107,6 +107,7 @@ struct AttentionArgs {
   float scale = 1.0f;
   float softcap = 0.0f;       // > 0: scores become tanh(s / softcap) * softcap (AttentionMeta::softcap)
   const float* sinks = nullptr;  // [n_heads] f32 (AttentionMeta::sinks), or null
+  const float* alibi = nullptr;  // [n_heads] f32 (AttentionMeta::alibi_slopes), or null
   void* out = nullptr;        // [n_rows, n_heads * head_dim] bf16
   int n_splits = 1;
   float* partial = nullptr;   // [n_splits, n_rows, n_heads, head_dim + 2] f32 when n_splits > 1

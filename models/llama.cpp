@@ -789,13 +789,13 @@ Status check_moe_support(const Checkpoint& ck, std::optional<DType> want, const 
   return Status::ok();
 }
 
-// BLOOM's and MPT's ALiBi is the CPU attention's (supports_alibi). AFMoE's output gate
+// BLOOM's and MPT's ALiBi is in the CPU and CUDA attention (supports_alibi). AFMoE's output gate
 // (Backend::sigmoid_mul) and Arcee AFM's relu2 MLP (Backend::relu_squared) are the state-space
 // ops' (supports_ssm: the CPU and CUDA backends).
 Status check_gate_ops(const ModelConfig& c, const Backend& backend) {
   if (!c.alibi_slopes.empty() && !backend.supports_alibi())
     return unsupported("backend '" + backend.name() + "' has no ALiBi attention (AttentionMeta::alibi_slopes); " +
-                       c.arch + " runs on the CPU backend");
+                       c.arch + " runs on the CPU and CUDA backends");
   if ((c.attn_gate || c.mlp_activation == MlpActivation::relu2) && !backend.supports_ssm())
     return unsupported("backend '" + backend.name() + "' has no sigmoid_mul / relu_squared ops; " + c.arch +
                        " runs on the CPU and CUDA backends");

@@ -3,6 +3,7 @@
 // f32 caches, heads up to 256 and up to 512 wide. Pages
 // are shuffled so a wrong page or slot computation shows up as a large error.
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "gpu/kernels.h"  // attention_grid (namespace gpu: so gpu_test::gpu() is named in full here)
@@ -28,10 +29,11 @@ struct Problem {
   float softcap = 0.0f;  // AttentionMeta::softcap (Gemma 2)
   bool sinks = false;    // AttentionMeta::sinks (gpt-oss), one random logit per query head
   int chunk = 0;         // AttentionMeta::chunk (Llama 4)
+  bool alibi = false;    // AttentionMeta::alibi_slopes (BLOOM, MPT): 2^(-8 (h + 1) / n_heads) per head
 };
 
 struct Side {
-  OwnedTensor qkv, k, v, q_start, ctx_len, table, out, sinks;
+  OwnedTensor qkv, k, v, q_start, ctx_len, table, out, sinks, alibi;
   AttentionMeta meta;
 };
 
@@ -68,6 +70,12 @@ Side build(Backend& b, const Problem& p, const std::vector<float>& qkv, const st
   if (!sinks.empty()) {
     s.sinks = put(b, DType::f32, {p.l.n_heads}, sinks);
     s.meta.sinks = s.sinks.tensor;
+  }
+  if (p.alibi) {
+    std::vector<float> slopes;
+    for (int h = 0; h < p.l.n_heads; ++h) slopes.push_back(std::pow(2.0f, -8.0f * static_cast<float>(h + 1) / p.l.n_heads));
+    s.alibi = put(b, DType::f32, {p.l.n_heads}, slopes);
+    s.meta.alibi_slopes = s.alibi.tensor;
   }
   return s;
 }
@@ -127,6 +135,10 @@ TEST(GpuAttention, MatchesCpu) {
       {"chunked, Llama 4's shape: GQA 5, head_dim 128", {40, 8, 128}, 16, DType::bf16, 0,
        {{90, 300}, {1, 257}, {1, 2000}, {1, 129}}, 0.0f, false, 128},
       {"chunked with a window", {8, 2, 64}, 16, DType::bf16, 50, {{70, 330}, {1, 97}}, 0.0f, false, 64},
+      // ALiBi, BLOOM's shape (MHA, head_dim 128) and a GQA one, long contexts split over the KV.
+      {"alibi, MHA, decode and prefill, splits", {16, 16, 128}, 16, DType::bf16, 0,
+       {{60, 260}, {1, 2000}, {1, 5}}, 0.0f, false, 0, true},
+      {"alibi, GQA 4, f32 cache", {8, 2, 64}, 8, DType::f32, 0, {{33, 33}, {1, 700}}, 0.0f, false, 0, true},
   };
   for (const Problem& p : problems) check(p, rng);
 }

@@ -327,27 +327,14 @@ TEST(GpuModel, LlamaVariantsFixturesMatchCpu) {
 // LayerNorms and partial RoPE (and the sequential one), GPT-J's interleaved partial RoPE and
 // lm_head bias, GPT-2's learned positions, GPTBigCode's MQA and MHA, Falcon's MQA, new decoder
 // (grouped K/V, one or two norms) and sequential layer, GPT-Neo's local layers and unscaled
-// scores, OPT's offset positions and relu MLP
+// scores, OPT's offset positions and relu MLP, BLOOM's and MPT's ALiBi (attention.cu's scores)
 // (Backend::clamp); their ungated GELU MLPs (Backend::gelu / gelu_tanh: gpu/row_ops.cu's gelu_kernel).
 TEST(GpuModel, ClassicGptDecodersMatchCpu) {
   BRIGADE_REQUIRE_GPU();
   for (const char* name : {"gpt_neox", "gpt_neox_sequential", "gptj", "gpt2", "gpt_bigcode", "gpt_bigcode_mha", "falcon",
-                           "falcon_new", "falcon_one_norm", "falcon_sequential", "opt", "gpt_neo"})
+                           "falcon_new", "falcon_one_norm", "falcon_sequential", "opt", "gpt_neo", "bloom", "mpt",
+                           "mpt_clip"})
     expect_fixture_matches_cpu(name, testing::fixture_dir(name));
-}
-
-// BLOOM's and MPT's ALiBi is the CPU attention's (AttentionMeta::alibi_slopes; CUDA's
-// supports_alibi is false): loading them on the GPU is refused by name, not run without it.
-TEST(GpuModel, AlibiModelsAreRefusedByName) {
-  BRIGADE_REQUIRE_GPU();
-  for (const char* name : {"bloom", "mpt"}) {
-    LoadOptions o;
-    o.progress = false;
-    auto m = Model::load(testing::fixture_dir(name), *gpu_test::gpu(), o);
-    ASSERT_FALSE(m.has_value()) << name;
-    EXPECT_EQ(m.status().code(), StatusCode::unsupported) << name;
-    EXPECT_NE(m.status().message().find("has no ALiBi attention"), std::string::npos) << m.status().message();
-  }
 }
 
 // The state-space and hybrid models (models/state_space.h) from their transformers fixtures on

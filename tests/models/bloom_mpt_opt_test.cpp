@@ -210,7 +210,7 @@ TEST(BloomMptOpt, UnsupportedConfigValuesAreRefusedByName) {
 // A backend whose attention has no ALiBi refuses BLOOM and MPT by name rather than run them
 // without their positions.
 TEST(BloomMptOpt, ABackendWithoutAlibiRefusesThem) {
-  class NoAlibi : public testing::MemoryOnlyBackend {  // supports_alibi false, as CUDA's
+  class NoAlibi : public testing::MemoryOnlyBackend {  // supports_alibi false
    public:
     std::string name() const override { return "no-alibi"; }
   } backend;
