@@ -138,13 +138,9 @@ TEST(BloomMptOpt, PiecesMoveTheLogits) {
 
 // The fixture's stored tensors as the file has them, `rename` applied to each name.
 void write_stored(const std::string& fixture, const testing::TempDir& dir, const std::function<std::string(std::string)>& rename) {
-  auto file = MappedFile::open(fixture_dir(fixture) + "/model.safetensors");
-  ASSERT_TRUE(file.has_value());
-  std::map<std::string, RawTensor> tensors;
-  ASSERT_TRUE(read_safetensors(*file, tensors).is_ok());
-  std::vector<StEntry> entries;
-  for (const auto& [name, t] : tensors)
-    entries.push_back({rename(name), "F32", t.shape, std::vector<uint8_t>(t.bytes.begin(), t.bytes.end())});
+  std::vector<StEntry> entries = testing::stored_entries(fixture);
+  ASSERT_FALSE(entries.empty());
+  for (StEntry& e : entries) e.name = rename(e.name);
   testing::write_safetensors_file(dir.file("model.safetensors"), entries);
   std::filesystem::copy_file(fixture_dir(fixture) + "/config.json", dir.file("config.json"));
 }

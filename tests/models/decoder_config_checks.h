@@ -1,7 +1,7 @@
 // Config checks shared by the tests of the Llama decoder's relatives (classic_decoders_test.cpp,
 // llama_relatives_test.cpp, gpt_decoders_test.cpp, bloom_mpt_opt_test.cpp): a fixture's
-// config.json parsed as edited, a refusal naming what was refused, the pieces `inspect` names, and
-// where a position table ends.
+// config.json parsed as edited, a refusal naming what was refused, the pieces `inspect` names,
+// where a position table ends, and a fixture's tensors as stored.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -13,7 +13,9 @@
 
 #include "hf_fixture.h"
 #include "models/inspect.h"
+#include "models/mapped_file.h"
 #include "models/model_config.h"
+#include "models/safetensors.h"
 
 namespace brigade::testing {
 
@@ -59,6 +61,20 @@ inline void expect_positions_end_at(const std::string& fixture, int limit) {
   const Status past = model->forward(make_step({{0, {5}, limit, false}}, 16, 8), *kv, logits);
   EXPECT_EQ(past.code(), StatusCode::invalid_argument);
   EXPECT_NE(past.message().find("max_position " + std::to_string(limit)), std::string::npos) << past.message();
+}
+
+// An f32 fixture's tensors as its model.safetensors stores them (Checkpoint::tensors are renamed
+// already), to write a layout of the Hub's (another prefix, extra buffers) from.
+inline std::vector<StEntry> stored_entries(const std::string& fixture) {
+  std::vector<StEntry> out;
+  auto file = MappedFile::open(fixture_dir(fixture) + "/model.safetensors");
+  EXPECT_TRUE(file.has_value());
+  if (!file) return out;
+  std::map<std::string, RawTensor> tensors;
+  EXPECT_TRUE(read_safetensors(*file, tensors).is_ok());
+  for (const auto& [name, t] : tensors)
+    out.push_back({name, "F32", t.shape, std::vector<uint8_t>(t.bytes.begin(), t.bytes.end())});
+  return out;
 }
 
 }  // namespace brigade::testing

@@ -264,24 +264,11 @@ TEST(GptDecoders, PiecesMoveTheLogits) {
   EXPECT_GT(max_diff_with_rules("gpt_neo", [](ModelConfig& c) { c.sliding_window = 0; }), far) << "no local layers";
 }
 
-// The fixture's stored tensors as the file has them (Checkpoint::tensors are already renamed).
-std::vector<StEntry> stored_entries(const std::string& fixture) {
-  std::vector<StEntry> out;
-  auto file = MappedFile::open(fixture_dir(fixture) + "/model.safetensors");
-  EXPECT_TRUE(file.has_value());
-  if (!file) return out;
-  std::map<std::string, RawTensor> tensors;
-  EXPECT_TRUE(read_safetensors(*file, tensors).is_ok());
-  for (const auto& [name, t] : tensors)
-    out.push_back({name, "F32", t.shape, std::vector<uint8_t>(t.bytes.begin(), t.bytes.end())});
-  return out;
-}
-
 // openai-community/gpt2's model.safetensors, saved from GPT2Model: h.N.*, wte, wpe, ln_f without
 // transformer., and each layer's causal-mask buffer attn.bias; it gives transformers' logits.
 TEST(GptDecoders, TheHubsGpt2LayoutLoads) {
   const testing::TempDir dir("hub_gpt2");
-  std::vector<StEntry> entries = stored_entries("gpt2");
+  std::vector<StEntry> entries = testing::stored_entries("gpt2");
   ASSERT_FALSE(entries.empty());
   for (StEntry& e : entries) e.name = e.name.substr(std::string("transformer.").size());
   for (const char* mask : {"h.0.attn.bias", "h.1.attn.bias"})
