@@ -1,6 +1,7 @@
 #include "models/tokenizer_vocab_merges.h"
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -78,11 +79,9 @@ Expected<std::unique_ptr<Tokenizer>> load_vocab_merges_tokenizer(const std::stri
   std::map<int64_t, json> added;
   if (auto it = config.find("added_tokens_decoder"); it != config.end() && it->is_object()) {
     for (const auto& [id_text, t] : it->items()) {
-      int64_t id = -1;
-      try {
-        id = std::stoll(id_text);
-      } catch (...) {
-      }
+      int64_t id = -1;  // the key: a whole decimal id
+      const char* end = id_text.data() + id_text.size();
+      if (const auto r = std::from_chars(id_text.data(), end, id); r.ec != std::errc() || r.ptr != end) id = -1;
       const std::string content = token_text(t);
       if (id < 0 || content.empty())
         return corrupt(dir + "/tokenizer_config.json: added_tokens_decoder entry '" + id_text + "' is not an id with a content");

@@ -284,8 +284,8 @@ TEST(TokenizerFiles, VocabJsonAndMergesTxtHonourTheConfig) {
   EXPECT_EQ(*hello, (std::vector<int32_t>{15496, 995})) << "'Hello' without a prefix space, no BOS";
 }
 
-// A merges.txt line that is not two tokens, and a vocab.json id that is not an integer, are
-// refused naming the file.
+// A merges.txt line that is not two tokens, an added_tokens_decoder key that is not an id, and a
+// vocab.json id that is not an integer, are refused naming the file.
 TEST(TokenizerFiles, BadVocabJsonOrMergesTxtAreClearErrors) {
   const testing::TempDir dir("gpt2_slow_bad");
   if (!write_gpt2_slow_files(dir, nullptr)) GTEST_SKIP() << "test data absent: " << kDir;
@@ -296,6 +296,12 @@ TEST(TokenizerFiles, BadVocabJsonOrMergesTxtAreClearErrors) {
   EXPECT_NE(bad_merges.status().message().find("merges.txt: line 3 is not two tokens"), std::string::npos)
       << bad_merges.status().message();
   testing::write_text(dir.file("merges.txt"), "#version: 0.2\n");
+  testing::write_text(dir.file("tokenizer_config.json"), R"({"added_tokens_decoder": {"7x": {"content": "<x>"}}})");
+  auto bad_added = Tokenizer::load(dir.str());
+  ASSERT_FALSE(bad_added.has_value());
+  EXPECT_NE(bad_added.status().message().find("added_tokens_decoder entry '7x' is not an id"), std::string::npos)
+      << bad_added.status().message();
+  std::filesystem::remove(dir.file("tokenizer_config.json"));
   testing::write_text(dir.file("vocab.json"), R"({"a": 0, "b": "one"})");
   auto bad_vocab = Tokenizer::load(dir.str());
   ASSERT_FALSE(bad_vocab.has_value());
