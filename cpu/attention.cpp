@@ -118,8 +118,7 @@ struct FlushDenormals {
 };
 
 struct Scratch {
-  std::vector<float> q, acc, m, l, scores, kt, slope;
-  std::vector<int64_t> pos;  // each query's position (ALiBi)
+  std::vector<float> q, acc, m, l, scores, kt;
 };
 
 void run_item(const CpuContext& c, const Item& it, const Shape& s, const float* qkv, const KvLayer& cache,
@@ -145,16 +144,7 @@ void run_item(const CpuContext& c, const Item& it, const Shape& s, const float* 
       for (int64_t j = 0; j < d; ++j) dst[j] = src[j] * s.scale;
     }
   }
-  // ALiBi: each query's slope and position; a call's offsets are the tile part's first key minus them.
-  if (s.alibi != nullptr) {
-    sc.slope.resize(static_cast<size_t>(nq));
-    sc.pos.resize(static_cast<size_t>(nq));
-    for (int64_t r = 0; r < n_rows; ++r)
-      for (int64_t h = 0; h < s.group; ++h) {
-        sc.slope[static_cast<size_t>(r * s.group + h)] = s.alibi[it.kv_head * s.group + h];
-        sc.pos[static_cast<size_t>(r * s.group + h)] = first_pos + it.row_begin + r;
-      }
-  }
+  alignas(64) float slope[kAttendMaxQueries];  // ALiBi: a call's queries' slopes and their distances
   alignas(64) int32_t offset[kAttendMaxQueries];
   const int64_t row0 = q_start[it.seq] + it.row_begin;  // the item's first row in the step
   auto range = [&](int64_t r) { return visible(s, row0 + r, first_pos + it.row_begin + r); };
@@ -197,9 +187,13 @@ void run_item(const CpuContext& c, const Item& it, const Shape& s, const float* 
         for (int64_t q0 = r * s.group; q0 < r_end * s.group; q0 += kAttendMaxQueries) {
           const int64_t n = std::min(r_end * s.group - q0, kAttendMaxQueries);
           ScoreBias bias;
-          if (s.alibi != nullptr) {
-            for (int64_t i = 0; i < n; ++i) offset[i] = static_cast<int32_t>(a - sc.pos[static_cast<size_t>(q0 + i)]);
-            bias = {sc.slope.data() + q0, offset};
+          if (s.alibi != nullptr) {  // query q is row q / group's head q % group
+            for (int64_t i = 0; i < n; ++i) {
+              const int64_t q = q0 + i;
+              slope[i] = s.alibi[it.kv_head * s.group + q % s.group];
+              offset[i] = static_cast<int32_t>(a - (first_pos + it.row_begin + q / s.group));
+            }
+            bias = {slope, offset};
           }
           kn.attend_scores(sc.q.data() + q0 * d, n, sc.kt.data() + (a - p0), kLdk, e - a, d,
                            &sc.m[static_cast<size_t>(q0)], &sc.l[static_cast<size_t>(q0)], alpha, sc.scores.data(),

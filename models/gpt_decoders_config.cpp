@@ -22,19 +22,30 @@ std::string gpt_model_type(const json& j) {
   return is_gpt_decoder(type) ? type : "";
 }
 
+using Names = std::vector<std::pair<const char*, const char*>>;
+
+// Each class's own name (first) copied under the common one (second) where config.json has none.
+void copy_names(json& j, const Names& names) {
+  for (const auto& [hub, ours] : names)
+    if (j.contains(hub) && !j.contains(ours)) j[ours] = j[hub];
+}
+
+// intermediate_size = 4 x hidden_size: the MLP width these classes fix or default to.
+void four_times_hidden(json& j) {
+  if (auto h = j.find("hidden_size"); h != j.end() && h->is_number_integer()) j["intermediate_size"] = 4 * h->get<int64_t>();
+}
+
 // Falcon's config names as the common ones (apply_gpt_config_names): the RW remote code's n_embed,
 // n_head, n_layer, n_head_kv; FalconConfig's activation, ffn_hidden_size (null: 4 * hidden) and the
 // K/V heads its attention produces (num_kv_heads, null: one per query head, with
 // new_decoder_architecture or without multi_query; else 1); its defaults (tied, bos = eos = 11).
 void apply_falcon_config_names(json& j) {
   if (config_model_type(j) == "RefinedWeb" && !j.contains("new_decoder_architecture")) j["new_decoder_architecture"] = true;
-  static constexpr std::pair<const char*, const char*> kNames[] = {{"n_embed", "hidden_size"},
-                                                                   {"n_head", "num_attention_heads"},
-                                                                   {"n_layer", "num_hidden_layers"},
-                                                                   {"n_head_kv", "num_kv_heads"},
-                                                                   {"activation", "hidden_act"}};
-  for (const auto& [hub, ours] : kNames)
-    if (j.contains(hub) && !j.contains(ours)) j[ours] = j[hub];
+  copy_names(j, {{"n_embed", "hidden_size"},
+                {"n_head", "num_attention_heads"},
+                {"n_layer", "num_hidden_layers"},
+                {"n_head_kv", "num_kv_heads"},
+                {"activation", "hidden_act"}});
   auto flag = [&](const char* key, bool fallback) {
     auto it = j.find(key);
     return it != j.end() && it->is_boolean() ? it->get<bool>() : fallback;
@@ -44,7 +55,7 @@ void apply_falcon_config_names(json& j) {
   else if (per_query && j.contains("num_attention_heads")) j["num_key_value_heads"] = j["num_attention_heads"];
   else if (!per_query) j["num_key_value_heads"] = 1;
   if (auto ffn = j.find("ffn_hidden_size"); ffn != j.end() && !ffn->is_null()) j["intermediate_size"] = *ffn;
-  else if (auto h = j.find("hidden_size"); h != j.end() && h->is_number_integer()) j["intermediate_size"] = 4 * h->get<int64_t>();
+  else four_times_hidden(j);
   if (!j.contains("tie_word_embeddings")) j["tie_word_embeddings"] = true;
   for (const char* id : {"bos_token_id", "eos_token_id"})
     if (!j.contains(id)) j[id] = 11;  // FalconConfig's
@@ -55,7 +66,6 @@ void apply_falcon_config_names(json& j) {
 // activation_function) names as the common ones; BLOOM's and MPT's MLP 4 x hidden; their class
 // defaults (tied; BLOOM's bos 1 / eos 2, OPT's 2 / 2).
 void apply_bloom_mpt_opt_config_names(const std::string& type, json& j) {
-  using Names = std::vector<std::pair<const char*, const char*>>;
   static const Names kBloom = {{"n_embed", "hidden_size"},
                                {"n_layer", "num_hidden_layers"},
                                {"n_head", "num_attention_heads"},
@@ -65,10 +75,8 @@ void apply_bloom_mpt_opt_config_names(const std::string& type, json& j) {
                              {"n_layers", "num_hidden_layers"},
                              {"max_seq_len", "max_position_embeddings"}};
   static const Names kOpt = {{"ffn_dim", "intermediate_size"}, {"activation_function", "hidden_act"}};
-  for (const auto& [hub, ours] : type == "bloom" ? kBloom : type == "mpt" ? kMpt : kOpt)
-    if (j.contains(hub) && !j.contains(ours)) j[ours] = j[hub];
-  if (type != "opt")
-    if (auto h = j.find("hidden_size"); h != j.end() && h->is_number_integer()) j["intermediate_size"] = 4 * h->get<int64_t>();
+  copy_names(j, type == "bloom" ? kBloom : type == "mpt" ? kMpt : kOpt);
+  if (type != "opt") four_times_hidden(j);
   if (!j.contains("tie_word_embeddings")) j["tie_word_embeddings"] = true;
   if (type == "mpt") return;
   for (const char* id : {"bos_token_id", "eos_token_id"})
@@ -228,7 +236,6 @@ Status read_bloom(const json& j, ModelConfig& c) {
                                       "the residual taken after each block's LayerNorm"));
   c.mlp_activation = MlpActivation::gelu_tanh;  // bloom_gelu_forward, whatever hidden_act says
   c.qkv_bias = c.o_bias = true;
-  c.n_kv_heads = c.n_heads;
   c.embed_norm = true;
   c.alibi_slopes = bloom_alibi_slopes(c.n_heads);
   return Status::ok();
@@ -289,7 +296,6 @@ Status read_mpt(const json& j, ModelConfig& c) {
   c.mlp_activation = MlpActivation::gelu;  // nn.GELU(approximate="none")
   c.norm_bias = false;                     // low_precision_layernorm without its bias
   c.qkv_bias = c.o_bias = c.mlp_bias = false;
-  c.n_kv_heads = c.n_heads;
   c.alibi_slopes = mpt_alibi_slopes(c.n_heads, bias_max);
   return Status::ok();
 }
@@ -311,7 +317,6 @@ Status read_opt(const json& j, ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "enable_bias", bias));
   c.qkv_bias = c.o_bias = c.mlp_bias = c.attention_bias = bias;
   c.learned_positions = true;
-  c.n_kv_heads = c.n_heads;
   return Status::ok();
 }
 
@@ -323,7 +328,6 @@ Status read_gpt_neo(const json& j, ModelConfig& c) {
   c.learned_positions = true;
   c.qkv_bias = false;
   c.o_bias = true;
-  c.n_kv_heads = c.n_heads;
   c.attn_scale = 1.0f;  // GPTNeoSelfAttention: q . k unscaled
   c.sliding_window = 256;
   BRIGADE_RETURN_IF_ERROR(read_int(j, "window_size", c.sliding_window, false));
@@ -511,22 +515,19 @@ void apply_gpt_config_names(json& j) {
     if (j.contains("rotary_emb_base") && !j.contains("rope_theta")) j["rope_theta"] = j["rotary_emb_base"];
     return;
   }
-  static constexpr std::pair<const char*, const char*> kNames[] = {{"n_embd", "hidden_size"},
-                                                                   {"n_layer", "num_hidden_layers"},
-                                                                   {"n_head", "num_attention_heads"},
-                                                                   {"num_layers", "num_hidden_layers"},  // GPT-Neo's
-                                                                   {"num_heads", "num_attention_heads"},
-                                                                   {"n_positions", "max_position_embeddings"},
-                                                                   {"activation_function", "hidden_act"}};
-  for (const auto& [hub, ours] : kNames)
-    if (j.contains(hub) && !j.contains(ours)) j[ours] = j[hub];
+  copy_names(j, {{"n_embd", "hidden_size"},
+                {"n_layer", "num_hidden_layers"},
+                {"n_head", "num_attention_heads"},
+                {"num_layers", "num_hidden_layers"},  // GPT-Neo's
+                {"num_heads", "num_attention_heads"},
+                {"n_positions", "max_position_embeddings"},
+                {"activation_function", "hidden_act"}});
   if (!j.contains("max_position_embeddings")) j["max_position_embeddings"] = type == "gpt2" || type == "gpt_bigcode" ? 1024 : 2048;
   if (auto inter = j.find("intermediate_size"); inter != j.end() && inter->is_null()) j.erase(inter);  // GPT-Neo's null
   if (!j.contains("intermediate_size")) {
     auto inner = j.find("n_inner");
     if (inner != j.end() && !inner->is_null()) j["intermediate_size"] = *inner;
-    else if (auto h = j.find("hidden_size"); h != j.end() && h->is_number_integer())
-      j["intermediate_size"] = 4 * h->get<int64_t>();  // n_inner null: 4 * n_embd
+    else four_times_hidden(j);  // n_inner null
   }
   if (type != "gptj" && !j.contains("tie_word_embeddings")) j["tie_word_embeddings"] = true;
   if (type == "gpt_bigcode") {  // GPTBigCodeAttention reads multi_query alone
@@ -557,6 +558,8 @@ Status read_gpt_decoder(const json& j, ModelConfig& c) {
     return invalid_argument("config.json: the hidden size (" + std::to_string(c.hidden_size) +
                             ") must be divisible by the head count for " + c.arch);
   c.head_dim = c.hidden_size / c.n_heads;  // none of them reads a head_dim
+  // One K/V head per query head but for Falcon's and GPTBigCode's (apply_gpt_config_names).
+  if (c.arch != "falcon" && c.arch != "gpt_bigcode") c.n_kv_heads = c.n_heads;
   if (c.arch == "falcon") return read_falcon(j, c);
   if (c.arch == "bloom") return read_bloom(j, c);
   if (c.arch == "mpt") return read_mpt(j, c);
@@ -568,17 +571,14 @@ Status read_gpt_decoder(const json& j, ModelConfig& c) {
     BRIGADE_RETURN_IF_ERROR(read_bool(j, "use_parallel_residual", parallel));
     c.qkv_bias = c.o_bias = c.attention_bias = bias;
     c.parallel_blocks = c.parallel_mlp_norm = parallel;
-    c.n_kv_heads = c.n_heads;
     return read_neox_rotary(j, c);
   }
   if (c.arch == "gptj") {
     c.parallel_blocks = true;
     c.qkv_bias = c.o_bias = false;
     c.lm_head_bias = true;
-    c.n_kv_heads = c.n_heads;
     return read_gptj_rotary(j, c);
   }
-  if (c.arch == "gpt2") c.n_kv_heads = c.n_heads;
   return read_gpt2_attention(j, c);
 }
 

@@ -206,6 +206,13 @@ void BM_QkvQ4KM(benchmark::State& state) {
 }
 BENCHMARK(BM_QkvQ4KM)->ArgsProduct({{1, 4, 64}, {0, 1}})->ArgNames({"n", "stacked"})->UseRealTime()->Unit(benchmark::kMicrosecond);
 
+// ALiBi slopes for n heads, 2^(-8 (h + 1) / n) (BLOOM's and MPT's for a power of two).
+std::vector<float> alibi_slopes(int n) {
+  std::vector<float> slopes(static_cast<size_t>(n));
+  for (int h = 0; h < n; ++h) slopes[static_cast<size_t>(h)] = std::pow(2.0f, -8.0f * static_cast<float>(h + 1) / static_cast<float>(n));
+  return slopes;
+}
+
 // Decode attention: n_seqs sequences of one query each over ctx cached tokens; 12 query heads
 // (groups of 3) or 32 (TinyLlama's groups of 8) over 4 kv heads, head_dim 64, KV of dtype T (bf16, or int8 with one scale per token and kv head) in
 // 16-token pages laid out in order. Bytes counted are the KV bytes read, scales included.
@@ -247,8 +254,7 @@ void BM_AttentionDecode(benchmark::State& state) {
   meta.n_seqs = n_seqs;
   meta.max_q_len = 1;
   meta.max_ctx_len = ctx;
-  std::vector<float> slopes(static_cast<size_t>(l.n_heads));
-  for (size_t h = 0; h < slopes.size(); ++h) slopes[h] = std::pow(2.0f, -8.0f * static_cast<float>(h + 1) / static_cast<float>(slopes.size()));
+  std::vector<float> slopes = alibi_slopes(l.n_heads);  // (Tensor views mutable data)
   if (Alibi) meta.alibi_slopes = Tensor(slopes.data(), DType::f32, {l.n_heads});
   for (auto _ : state) {
     backend().attention(qkv.tensor, l, cache, meta, 0.125f, out.tensor);
@@ -300,8 +306,7 @@ void BM_AttentionPrefill(benchmark::State& state) {
   meta.n_seqs = 1;
   meta.max_q_len = n;
   meta.max_ctx_len = n;
-  std::vector<float> slopes(static_cast<size_t>(l.n_heads));
-  for (size_t h = 0; h < slopes.size(); ++h) slopes[h] = std::pow(2.0f, -8.0f * static_cast<float>(h + 1) / static_cast<float>(slopes.size()));
+  std::vector<float> slopes = alibi_slopes(l.n_heads);  // (Tensor views mutable data)
   if (Alibi) meta.alibi_slopes = Tensor(slopes.data(), DType::f32, {l.n_heads});
   const double gflop = 4.0 * l.head_dim * l.n_heads * (static_cast<double>(n) * (n + 1) / 2.0) / 1e9;
   sgemm_gflops();
