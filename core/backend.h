@@ -453,7 +453,7 @@ class Backend {
     (void)x;
     BRIGADE_CHECK(false, "gelu on a backend without vision ops (supports_vision)");
   }
-  // Whether attention applies AttentionMeta::alibi_slopes (the CPU backend's attention).
+  // Whether attention applies AttentionMeta::alibi_slopes (the CPU and CUDA backends' attention).
   virtual bool supports_alibi() const { return false; }
   // x [n, d] = x * sigmoid(1.702 x) in place (transformers' quick_gelu, Qwen2-VL's tower MLP).
   virtual void quick_gelu(const Tensor& x) {

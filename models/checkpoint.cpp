@@ -20,11 +20,36 @@
 #include "models/gguf_checkpoint.h"
 #include "models/llama2c.h"
 #include "models/safetensors.h"
+#include "models/torch_checkpoint.h"
 #include "models/state_space_config.h"
 
 namespace brigade {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// The shard files a sharded checkpoint's index names ({"weight_map": {tensor: file}}), each once,
+// in the order first named.
+Expected<std::vector<std::string>> index_shards(const fs::path& index_path) {
+  BRIGADE_ASSIGN_OR_RETURN(std::string text, read_text_file(index_path.string()));
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
+    return corrupt(index_path.string() + ": not a JSON object with a \"weight_map\" object");
+  std::vector<std::string> shards;
+  std::set<std::string> seen;
+  for (const auto& [name, shard] : j["weight_map"].items()) {
+    if (!shard.is_string()) return corrupt(index_path.string() + ": weight_map['" + name + "'] is not a file name");
+    const std::string s = shard.get<std::string>();
+    if (s.find('/') != std::string::npos || s == "..")
+      return corrupt(index_path.string() + ": shard name '" + s + "' must be a plain file name");
+    if (seen.insert(s).second) shards.push_back(s);
+  }
+  if (shards.empty()) return corrupt(index_path.string() + ": weight_map is empty");
+  return shards;
+}
+
+}  // namespace
 
 Expected<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::string& path) {
   std::unique_ptr<Checkpoint> ck(new Checkpoint());
@@ -60,31 +85,30 @@ Status Checkpoint::open_directory() {
   if (!cfg) return Status(cfg.status().code(), config_path.string() + ": " + cfg.status().message());
   config_ = std::move(*cfg);
 
+  // Safetensors first, as transformers and vLLM prefer them; torch.save's pytorch_model.bin
+  // (models/torch_checkpoint.h) where a repository has only those.
   std::vector<std::string> shard_names;
-  const fs::path index_path = dir / "model.safetensors.index.json";
   std::error_code ec;
-  if (fs::exists(index_path, ec)) {
-    BRIGADE_ASSIGN_OR_RETURN(std::string text, read_text_file(index_path.string()));
-    auto j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
-      return corrupt(index_path.string() + ": not a JSON object with a \"weight_map\" object");
-    std::set<std::string> seen;
-    for (const auto& [name, shard] : j["weight_map"].items()) {
-      if (!shard.is_string()) return corrupt(index_path.string() + ": weight_map['" + name + "'] is not a file name");
-      const std::string s = shard.get<std::string>();
-      if (s.find('/') != std::string::npos || s == "..")
-        return corrupt(index_path.string() + ": shard name '" + s + "' must be a plain file name");
-      if (seen.insert(s).second) shard_names.push_back(s);
-    }
-    if (shard_names.empty()) return corrupt(index_path.string() + ": weight_map is empty");
+  if (fs::exists(dir / "model.safetensors.index.json", ec)) {
+    BRIGADE_ASSIGN_OR_RETURN(shard_names, index_shards(dir / "model.safetensors.index.json"));
   } else if (fs::exists(dir / "model.safetensors", ec)) {
     shard_names.push_back("model.safetensors");
+  } else if (fs::exists(dir / "pytorch_model.bin.index.json", ec)) {
+    format_ = "pytorch";
+    BRIGADE_ASSIGN_OR_RETURN(shard_names, index_shards(dir / "pytorch_model.bin.index.json"));
+  } else if (fs::exists(dir / "pytorch_model.bin", ec)) {
+    format_ = "pytorch";
+    shard_names.push_back("pytorch_model.bin");
   } else {
-    return not_found(path_ + ": no model.safetensors or model.safetensors.index.json in the directory");
+    return not_found(path_ + ": no model.safetensors, model.safetensors.index.json, pytorch_model.bin or "
+                     "pytorch_model.bin.index.json in the directory");
   }
   for (const auto& s : shard_names) {
     BRIGADE_ASSIGN_OR_RETURN(auto file, MappedFile::open((dir / s).string()));
-    BRIGADE_RETURN_IF_ERROR(read_safetensors(file, tensors_));
+    if (format_ == "pytorch")
+      BRIGADE_RETURN_IF_ERROR(read_torch_checkpoint(file, tensors_, derived_));
+    else
+      BRIGADE_RETURN_IF_ERROR(read_safetensors(file, tensors_));
     files_.push_back(std::move(file));
   }
   // ERNIE 4.5 MoE's selection bias is stored [1, E] (one group): read as the [E] it is.

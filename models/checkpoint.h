@@ -3,7 +3,9 @@
 //
 // Accepted paths:
 //   - a directory with config.json and model.safetensors, or model.safetensors.index.json
-//     ({"weight_map": {tensor name: shard file}}) naming several shard files beside it;
+//     ({"weight_map": {tensor name: shard file}}) naming several shard files beside it; without
+//     either, pytorch_model.bin or pytorch_model.bin.index.json the same way (torch.save's files,
+//     read without running their pickles: models/torch_checkpoint.h);
 //   - a llama2.c .bin file (tensors exposed under Hugging Face names, see llama2c.h);
 //   - a GGUF file (*.gguf; llama, qwen2, qwen3, phi3; F32/F16/BF16 and the ggml quantized types of
 //     models/ggml_quant.h, see gguf_checkpoint.h).
@@ -29,7 +31,7 @@ class Checkpoint {
 
   const ModelConfig& config() const { return config_; }
   const std::string& path() const { return path_; }
-  const std::string& format() const { return format_; }  // "safetensors", "llama2.c" or "gguf"
+  const std::string& format() const { return format_; }  // "safetensors", "pytorch", "llama2.c" or "gguf"
   const std::map<std::string, RawTensor>& tensors() const { return tensors_; }
 
   // The tensor called `name`; not_found naming the tensor and the checkpoint when absent.
@@ -48,7 +50,8 @@ class Checkpoint {
   ModelConfig config_;
   std::vector<std::shared_ptr<MappedFile>> files_;  // keep the mappings alive
   // Bytes of tensors rewritten at open (GPT-2's transposed Conv1D weights, GPT-NeoX's q/k/v taken
-  // apart: models/gpt_decoders_config.h), which tensors_ views as it views the mappings.
+  // apart: models/gpt_decoders_config.h; a torch checkpoint's strided or float64 tensors), which
+  // tensors_ views as it views the mappings.
   std::vector<std::vector<uint8_t>> derived_;
   std::map<std::string, RawTensor> tensors_;
 };

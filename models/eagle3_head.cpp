@@ -9,7 +9,7 @@
 #include "models/config_json.h"
 #include "models/mapped_file.h"
 #include "models/rope_scaling.h"
-#include "models/safetensors.h"
+#include "models/torch_checkpoint.h"
 #include "models/step_check.h"
 #include "models/weight_loader.h"
 
@@ -138,10 +138,9 @@ Expected<std::unique_ptr<Eagle3Head>> Eagle3Head::load(const std::string& dir, c
   auto config = parse_eagle3_config(text, target);
   if (!config) return Status(config.status().code(), config_path + ": " + config.status().message());
   std::unique_ptr<Eagle3Head> head(new Eagle3Head(backend, std::move(*config), target, max_batch_tokens));
-  const std::string weights = (fs::path(dir) / "model.safetensors").string();
-  BRIGADE_ASSIGN_OR_RETURN(head->file_, MappedFile::open(weights));
-  std::map<std::string, RawTensor> tensors;
-  BRIGADE_RETURN_IF_ERROR(read_safetensors(head->file_, tensors));
+  std::map<std::string, RawTensor> tensors;  // the Hub's heads ship either file
+  BRIGADE_ASSIGN_OR_RETURN(head->file_, read_weights_file(dir, "model.safetensors", "pytorch_model.bin", tensors,
+                                                          head->derived_));
   auto ck = Checkpoint::from_memory(dir, head->config_.layer, std::move(tensors));
   if (Status st = head->load_weights(*ck, target_embed, weight_dtype); !st.is_ok())
     return Status(st.code(), dir + ": " + st.message());

@@ -78,7 +78,8 @@ class Eagle3Head {
   Eagle3Config config_;
   const ModelConfig& target_;
   int max_batch_tokens_;
-  std::shared_ptr<MappedFile> file_;  // model.safetensors, mapped while the head lives
+  std::shared_ptr<MappedFile> file_;  // model.safetensors (or pytorch_model.bin), mapped while the head lives
+  std::vector<std::vector<uint8_t>> derived_;  // pytorch_model.bin's tensors copied at read (torch_checkpoint.h)
   OwnedTensor own_embed_;          // [vocab, hidden] when stored
   Tensor embed_;                   // own_embed_ or the target's
   OwnedTensor fc_[3];              // [hidden, target hidden]: fc's column blocks, one per aux plane

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/mapped_file.h"
-#include "models/safetensors.h"
+#include "models/torch_checkpoint.h"
 
 namespace brigade {
 namespace {
@@ -176,10 +176,10 @@ Expected<LoraAdapter> read_lora_adapter(const LoraModule& m, const ModelConfig& 
   if (a.config.r > max_rank)
     return invalid_argument(where + ": rank r = " + std::to_string(a.config.r) + " exceeds --max-lora-rank " +
                             std::to_string(max_rank) + " (raise it)");
-  const std::string weights_path = m.path + "/adapter_model.safetensors";
-  BRIGADE_ASSIGN_OR_RETURN(auto file, MappedFile::open(weights_path));
-  std::map<std::string, RawTensor> tensors;
-  BRIGADE_RETURN_IF_ERROR(read_safetensors(file, tensors));
+  std::map<std::string, RawTensor> tensors;  // PEFT wrote adapter_model.bin before safetensors
+  std::vector<std::vector<uint8_t>> derived;
+  BRIGADE_ASSIGN_OR_RETURN(auto file, read_weights_file(m.path, "adapter_model.safetensors", "adapter_model.bin",
+                                                        tensors, derived));
   a.layers.resize(static_cast<size_t>(base.n_layers));
   const int64_t r = a.config.r;
   for (const auto& [name, t] : tensors) {
@@ -206,7 +206,7 @@ Expected<LoraAdapter> read_lora_adapter(const LoraModule& m, const ModelConfig& 
       const LoraPair& p = a.layers[static_cast<size_t>(l)][static_cast<size_t>(i)];
       const char* missing = p.a.empty() ? "lora_A" : (p.b.empty() ? "lora_B" : nullptr);
       if (missing != nullptr)
-        return invalid_argument(where + ": " + weights_path + " lacks layers." + std::to_string(l) + "." +
+        return invalid_argument(where + ": " + file->path() + " lacks layers." + std::to_string(l) + "." +
                                 kTargetNames[i] + "." + missing + ".weight (target_modules lists " + kTargetNames[i] +
                                 ", so every layer needs both A and B)");
     }

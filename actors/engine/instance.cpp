@@ -216,7 +216,11 @@ BlobTransport pd_transport(const TopologyConfig& topology, bool in_node) {
 
 std::string lora_identity(const LoraModule& m) {
   const std::filesystem::path dir(m.path);
-  return "lora|" + file_identity(dir / "adapter_config.json") + '|' + file_identity(dir / "adapter_model.safetensors");
+  // The weights are adapter_model.safetensors or, without it, adapter_model.bin (read_lora_adapter).
+  std::error_code ec;
+  const char* weights = std::filesystem::exists(dir / "adapter_model.safetensors", ec) ? "adapter_model.safetensors"
+                                                                                       : "adapter_model.bin";
+  return "lora|" + file_identity(dir / "adapter_config.json") + '|' + file_identity(dir / weights);
 }
 
 int rank_threads(const ExecutorConfig& exe, int n_cpu_ranks) {

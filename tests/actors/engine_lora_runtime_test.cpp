@@ -9,9 +9,11 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <thread>
 
+#include "actors/engine/instance.h"
 #include "actors/engine/lora_slots.h"
 #include "brigade/engine.h"
 #include "tests/actors/lora_test_util.h"
@@ -319,6 +321,30 @@ TEST(LoraSlots, StatesAndRefusals) {
   LoraSlots none;
   none.init(0, {});
   EXPECT_EQ(none.reserve(all_r4()).status().code(), StatusCode::unsupported);
+}
+
+// An adapter as PEFT saved them before safetensors (adapter_model.bin) loads while serving and gives
+// its reference's token; its identity, which roots its prompts' cached pages, names that file by its
+// bytes, so two .bin adapters with one adapter_config.json never share pages.
+TEST(EngineLoraRuntime, ABinAdapterServesAndIsNamedByItsWeights) {
+  auto engine = testing::create_engine(slots_options(1));
+  ASSERT_NE(engine, nullptr);
+  ASSERT_TRUE(engine->load_lora({"bin", testing::fixture_dir("lora/all_r4_bin")}).is_ok());
+  expect_reference(*engine, testing::read_fixture_cases("lora/all_r4").back(), "bin", "all_r4 as adapter_model.bin");
+
+  const fs::path dir = fs::temp_directory_path() / ("brigade_lora_bin_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::copy(testing::fixture_dir("lora/all_r4_bin"), dir);
+  const std::string before = lora_identity({"x", dir.string()});
+  EXPECT_NE(before.find("|adapter_model.bin:"), std::string::npos) << before;
+  EXPECT_EQ(before.find(":missing"), std::string::npos) << before;
+  {
+    std::fstream f(dir / "adapter_model.bin", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-100, std::ios::end);
+    f.put('\x7f');  // one byte of the file changed
+  }
+  EXPECT_NE(lora_identity({"x", dir.string()}), before);
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -151,6 +151,12 @@ TEST(Eagle3Head, TeacherForcedDraftLogitsAndChainMatchTheReference) {
   expect_reference_drafts(dir("target"), dir("head"), expected().at("cases"), "eagle3");
 }
 
+// The same head as the Hub's EAGLE-3 heads ship it: pytorch_model.bin (torch.save,
+// scripts/make_torch_bin_fixtures.py), with the same reference.
+TEST(Eagle3Head, PytorchModelBinHeadMatchesTheReference) {
+  expect_reference_drafts(dir("target"), dir("head_bin"), expected().at("cases"), "eagle3_bin");
+}
+
 // Qwen2 (q/k/v biases, tied embeddings), Qwen3 (q/k norms) and Qwen3-MoE targets: their aux
 // hidden states are the residual entering the layers as Llama's; the Qwen3-MoE head is in the
 // speculators layout (layers.0.* tensors, transformer_layer_config) with norm_before_residual.

@@ -79,6 +79,21 @@ TEST(Lora, EachAdapterMatchesPeft) {
 }
 
 // One step holding the same prompt three times: base, adapter 1, adapter 2.
+// lora/all_r4 as PEFT saved adapters before safetensors: adapter_model.bin (torch.save,
+// scripts/make_torch_bin_fixtures.py), against the same PEFT reference.
+TEST(Lora, AdapterModelBinMatchesPeft) {
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto model = load_with({{"all", fixture_dir("lora/all_r4_bin")}}, *backend);
+  ASSERT_NE(model, nullptr);
+  const auto cases = read_fixture_cases("lora/all_r4");
+  ASSERT_FALSE(cases.empty());
+  for (const auto& fc : cases) {
+    const FixtureRun run = run_adapter_case(*model, *backend, fc, 1);
+    EXPECT_LT(run.max_abs_diff, kLogitTol);
+    EXPECT_EQ(run.greedy, fc.greedy);
+  }
+}
+
 TEST(Lora, MixedBatchKeepsEveryRowItsOwn) {
   auto backend = make_cpu_backend({.n_threads = 1});
   auto model = load_with(fixture_loras(), *backend);
