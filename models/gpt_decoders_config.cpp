@@ -166,9 +166,10 @@ Status read_neox_rotary(const json& j, ModelConfig& c) {
 // GPTJAttention, which only fits one head) refused.
 Status read_gptj_rotary(const json& j, ModelConfig& c) {
   auto it = j.find("rotary_dim");
-  if (it != j.end() && it->is_null())
-    return unsupported("config.json: rotary_dim null is not supported for gptj; GPT-J rotates rotary_dim (64) dims");
-  c.rotary_dim = 64;  // GPTJConfig's default
+  if (it != j.end() && it->is_null())  // (CodeGen's rotary embedding is then hidden_size wide: no head fits it)
+    return unsupported("config.json: rotary_dim null is not supported for " + c.arch + "; " + c.arch +
+                       " rotates rotary_dim (64) dims of each head");
+  c.rotary_dim = 64;  // GPTJConfig's and CodeGenConfig's default
   BRIGADE_RETURN_IF_ERROR(read_int(j, "rotary_dim", c.rotary_dim, false));
   if (c.rotary_dim <= 0 || c.rotary_dim > c.head_dim || c.rotary_dim % 2 != 0)
     return invalid_argument("config.json: rotary_dim must be even and in (0, head_dim = " + std::to_string(c.head_dim) +
@@ -356,13 +357,28 @@ Status read_gpt_neo(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
+// CodeGenAttention's mp_num: qkv_proj's rows are 4 blocks of q | v | k.
+constexpr int64_t kCodegenBlocks = 4;
+
 // Fused q|k|v rows of each part: GPT-NeoX's (and GPTBigCode MHA's) per head [heads, 3, head_dim],
 // Falcon's per KV group [kv heads, query heads per group + 2, head_dim] (Falcon-7B's MQA one group:
-// q, k, v one after the other; its MHA a group per head, as GPT-NeoX's), else q, k, v one after the
-// other.
+// q, k, v one after the other; its MHA a group per head, as GPT-NeoX's), CodeGen's in four blocks
+// of q | v | k, else q, k, v one after the other.
 std::vector<std::vector<RowRange>> qkv_parts(const ModelConfig& c, bool per_head) {
   const int64_t hd = c.head_dim, q = int64_t{c.n_heads} * hd, kv = int64_t{c.n_kv_heads} * hd;
   if (c.arch == "falcon") return qkv_rows_per_kv_group(c.n_kv_heads, c.n_heads / c.n_kv_heads, hd);
+  if (c.arch == "codegen") {
+    // CodeGenAttention's qkv_proj: kCodegenBlocks blocks of [q | v | k], each hidden / 4 rows; the
+    // heads' q (and k, v) are the blocks' parts one after the other.
+    const int64_t local = q / kCodegenBlocks;
+    std::vector<std::vector<RowRange>> parts(3);
+    for (int64_t b = 0; b < kCodegenBlocks; ++b) {
+      parts[0].push_back({3 * local * b, local});              // q
+      parts[1].push_back({3 * local * b + 2 * local, local});  // k (last in the block)
+      parts[2].push_back({3 * local * b + local, local});      // v (second)
+    }
+    return parts;
+  }
   if (!per_head) return {{{0, q}}, {{q, kv}}, {{q + kv, kv}}};
   std::vector<std::vector<RowRange>> parts(3);
   for (int64_t h = 0; h < c.n_heads; ++h)
@@ -402,6 +418,10 @@ const Renames& renames(const std::string& arch) {
                                 {".attn.q_proj.", ".self_attn.q_proj."},   {".attn.k_proj.", ".self_attn.k_proj."},
                                 {".attn.v_proj.", ".self_attn.v_proj."},   {".attn.out_proj.", ".self_attn.o_proj."},
                                 {".mlp.fc_in.", ".mlp.up_proj."},          {".mlp.fc_out.", ".mlp.down_proj."}};
+  static const Renames kCodegen = {{"transformer.wte.", "model.embed_tokens."}, {"transformer.ln_f.", "model.norm."},
+                                   {"transformer.h.", "model.layers."},       {".ln_1.", ".input_layernorm."},
+                                   {".attn.qkv_proj.", ".self_attn.qkv."},    {".attn.out_proj.", ".self_attn.o_proj."},
+                                   {".mlp.fc_in.", ".mlp.up_proj."},          {".mlp.fc_out.", ".mlp.down_proj."}};
   static const Renames kNeox = {{"gpt_neox.embed_in.", "model.embed_tokens."},
                                 {"gpt_neox.final_layer_norm.", "model.norm."},
                                 {"gpt_neox.layers.", "model.layers."},
@@ -453,6 +473,7 @@ const Renames& renames(const std::string& arch) {
                                   {".mlp.c_fc.", ".mlp.up_proj."},
                                   {".mlp.c_proj.", ".mlp.down_proj."}};
   if (arch == "gpt_neo") return kGptNeo;
+  if (arch == "codegen") return kCodegen;
   if (arch == "bloom") return kBloom;
   if (arch == "mpt") return kMpt;
   if (arch == "opt") return kOpt;
@@ -461,7 +482,8 @@ const Renames& renames(const std::string& arch) {
 
 // The buffers transformers keeps beside the weights (older checkpoints store them): nothing to load.
 bool is_buffer(const std::string& name) {
-  for (const char* s : {".attn.bias", ".attn.masked_bias", ".attention.bias", ".attention.masked_bias", ".rotary_emb.inv_freq"})
+  for (const char* s : {".attn.bias", ".attn.masked_bias", ".attention.bias", ".attention.masked_bias", ".rotary_emb.inv_freq",
+                        ".attn.causal_mask"})  // (CodeGen's)
     if (name.ends_with(s)) return true;
   return false;
 }
@@ -503,7 +525,7 @@ Status split_qkv(const ModelConfig& c, const std::string& name, const RawTensor&
 
 bool is_gpt_decoder(const std::string& arch) {
   return arch == "gpt_neox" || arch == "gptj" || arch == "gpt2" || arch == "gpt_bigcode" || arch == "falcon" ||
-         arch == "bloom" || arch == "mpt" || arch == "opt" || arch == "gpt_neo";
+         arch == "bloom" || arch == "mpt" || arch == "opt" || arch == "gpt_neo" || arch == "codegen";
 }
 
 void apply_gpt_config_names(json& j) {
@@ -529,7 +551,8 @@ void apply_gpt_config_names(json& j) {
     if (inner != j.end() && !inner->is_null()) j["intermediate_size"] = *inner;
     else four_times_hidden(j);  // n_inner null
   }
-  if (type != "gptj" && !j.contains("tie_word_embeddings")) j["tie_word_embeddings"] = true;
+  // GPTJConfig and CodeGenConfig default to untied (a separate lm_head with its bias).
+  if (type != "gptj" && type != "codegen" && !j.contains("tie_word_embeddings")) j["tie_word_embeddings"] = true;
   if (type == "gpt_bigcode") {  // GPTBigCodeAttention reads multi_query alone
     bool mq = true;
     if (auto it = j.find("multi_query"); it != j.end() && it->is_boolean()) mq = it->get<bool>();
@@ -573,7 +596,10 @@ Status read_gpt_decoder(const json& j, ModelConfig& c) {
     c.parallel_blocks = c.parallel_mlp_norm = parallel;
     return read_neox_rotary(j, c);
   }
-  if (c.arch == "gptj") {
+  if (c.arch == "gptj" || c.arch == "codegen") {  // CodeGen: GPT-J's layer with a fused qkv_proj
+    if (c.arch == "codegen" && c.hidden_size % kCodegenBlocks != 0)
+      return invalid_argument("config.json: codegen's hidden size (" + std::to_string(c.hidden_size) +
+                              ") must be divisible by 4 (qkv_proj's blocks)");
     c.parallel_blocks = true;
     c.qkv_bias = c.o_bias = false;
     c.lm_head_bias = true;

@@ -11,6 +11,9 @@
 //     MLP side by side (parallel_blocks), q/k/v/out without biases, GPT-J's RoPE (adjacent pairs:
 //     rotate_every_two, RopeStyle::interleaved) over rotary_dim of each head at base 10000,
 //     fc_in -> activation_function -> fc_out with biases, lm_head with a bias;
+//   codegen (CodeGenForCausalLM: CodeGen 350M ... 16B mono / multi / nl; CodeGenConfig): GPT-J's layer with
+//     one fused qkv_proj, whose rows are 4 blocks (mp_num) of q | v | k, hidden / 4 rows each, split
+//     at open; untied, rotary_dim 64 by default; older checkpoints' attn.causal_mask buffers skipped;
 //   gpt2 (GPT2LMHeadModel; GPT2Config) and gpt_bigcode (GPTBigCodeForCausalLM: StarCoder 1,
 //     SantaCoder, WizardCoder; GPTBigCodeConfig): learned absolute positions (wpe:
 //     learned_positions, no RoPE), biased LayerNorms ln_1 / ln_2 / ln_f, c_attn's fused q|k|v

@@ -91,7 +91,7 @@ std::string llama_variant_arch(const std::string& class_name, const std::string&
       {"GPT2LMHeadModel", "gpt2"},                {"GPTBigCodeForCausalLM", "gpt_bigcode"},
       {"FalconForCausalLM", "falcon"},            {"RWForCausalLM", "falcon"},  // (the RW remote code's)
       {"BloomForCausalLM", "bloom"},              {"OPTForCausalLM", "opt"},
-      {"GPTNeoForCausalLM", "gpt_neo"},
+      {"GPTNeoForCausalLM", "gpt_neo"},           {"CodeGenForCausalLM", "codegen"},
       {"MptForCausalLM", "mpt"},                  {"MPTForCausalLM", "mpt"},  // (transformers', the Hub's remote code's)
       {"MiMoV2FlashForCausalLM", "mimo_v2_flash"}, {"ExaoneMoeForCausalLM", "exaone_moe"},
       {"ExaoneMoEForCausalLM", "exaone_moe"},

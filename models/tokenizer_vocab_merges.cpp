@@ -4,6 +4,7 @@
 #include <charconv>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -87,6 +88,26 @@ Expected<std::unique_ptr<Tokenizer>> load_vocab_merges_tokenizer(const std::stri
         return corrupt(dir + "/tokenizer_config.json: added_tokens_decoder entry '" + id_text + "' is not an id with a content");
       added[id] = {{"id", id}, {"content", content}, {"special", t.is_object() ? flag(t, "special", true) : true}};
       next_id = std::max(next_id, id + 1);
+    }
+  }
+  // added_tokens.json ({content: id}: the legacy slow tokenizers' added tokens, CodeGen's runs of
+  // spaces and tabs) where tokenizer_config.json has no added_tokens_decoder, as transformers'
+  // from_pretrained reads it: special when it is one of the named special tokens, else normalized.
+  if (!config.contains("added_tokens_decoder")) {
+    BRIGADE_ASSIGN_OR_RETURN(json legacy, read_object(fs::path(dir) / "added_tokens.json"));
+    std::set<std::string> named;
+    for (const char* key : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"})
+      if (config.contains(key)) named.insert(token_text(config[key]));
+    if (auto extra = config.find("additional_special_tokens"); extra != config.end() && extra->is_array())
+      for (const auto& t : *extra) named.insert(token_text(t));
+    if (legacy.is_object()) {
+      for (const auto& [content, id] : legacy.items()) {
+        if (content.empty() || !id.is_number_integer() || id.get<int64_t>() < 0)
+          return corrupt(dir + "/added_tokens.json: entry '" + content + "' is not a token with an id >= 0");
+        const bool special = named.count(content) > 0;
+        added[id.get<int64_t>()] = {{"id", id}, {"content", content}, {"special", special}, {"normalized", !special}};
+        next_id = std::max(next_id, id.get<int64_t>() + 1);
+      }
     }
   }
   for (const char* key : {"bos_token", "eos_token", "unk_token", "pad_token"}) {

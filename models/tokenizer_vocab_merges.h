@@ -2,8 +2,8 @@
 // (vocab.json, merges.txt, with tokenizer_config.json and special_tokens_map.json when present), as
 // transformers' GPT2Converter turns them into a tokenizer.json: the GPT-2 split then ByteLevel
 // (tokenizer_config.json's add_prefix_space, false by default), the ByteLevel decoder, the tokens
-// added_tokens_decoder lists and the special tokens the configs name (bos, eos, unk, pad) as added
-// tokens that are never split, and the BOS first in a prompt where add_bos_token is true. OPT's and
+// added_tokens_decoder lists (or, without it, added_tokens.json's: CodeGen's whitespace runs) and
+// the special tokens the configs name (bos, eos, unk, pad) as added tokens that are never split, and the BOS first in a prompt where add_bos_token is true. OPT's and
 // many older GPT-2-family repositories ship these files and no tokenizer.json.
 #pragma once
 

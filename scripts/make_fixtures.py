@@ -1050,6 +1050,14 @@ def fixtures():
             vocab_size=256, hidden_size=32, num_layers=4, num_heads=4, attention_types=[[["global", "local"], 2]],
             window_size=8, max_position_embeddings=64, intermediate_size=None, activation_function="gelu_new",
             layer_norm_epsilon=1e-5, bos_token_id=1, eos_token_id=2, pad_token_id=0)),
+        # CodeGen (CodeGenForCausalLM, Salesforce/codegen-350M-mono's layer; make_gpt): GPT-J's parallel
+        # layer with one qkv_proj whose rows are 4 blocks of q | v | k (hidden 64 over 8 heads of 8: two
+        # heads per block, so both the block order and the heads within a block count), GPT-J's RoPE
+        # over rotary_dim 4 of each head, gelu_new, lm_head with a bias, untied.
+        "codegen": ("CodeGenConfig", "CodeGenForCausalLM", dict(
+            vocab_size=256, n_embd=64, n_layer=2, n_head=8, rotary_dim=4, n_positions=256, n_ctx=256,
+            activation_function="gelu_new", layer_norm_epsilon=1e-5, bos_token_id=1, eos_token_id=2,
+            pad_token_id=0, tie_word_embeddings=False)),
     }
 
 
@@ -1683,7 +1691,7 @@ def make(name, config_cls, model_cls, kw, seed, model=None):
 GPT_SEEDS = {"gpt_neox": 3600, "gpt_neox_sequential": 3601, "gptj": 3602, "gpt2": 3603, "gpt_bigcode": 3604,
              "gpt_bigcode_mha": 3605, "falcon": 3606, "falcon_new": 3607, "falcon_one_norm": 3608,
              "falcon_sequential": 3609, "bloom": 3610, "mpt": 3611, "mpt_clip": 3612, "opt": 3613,
-             "gpt_neo": 3614}
+             "gpt_neo": 3614, "codegen": 3622}
 
 
 def gpt_model(config_cls, model_cls, kw, seed):

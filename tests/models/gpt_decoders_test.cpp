@@ -1,5 +1,5 @@
 // The classic GPT decoders against transformers (models/gpt_decoders_config.h): the gpt_neox,
-// gpt_neox_sequential, gptj, gpt2, gpt_bigcode, gpt_bigcode_mha and falcon* fixtures
+// gpt_neox_sequential, gptj, codegen, gpt2, gpt_bigcode, gpt_bigcode_mha and falcon* fixtures
 // (scripts/make_fixtures.py) run in HfFixture (hf_fixture_test.cpp); here, their configs as
 // parsed (the Hub's names and transformers 5's, Falcon's RW remote-code names), their cached
 // decode steps, each piece moving the logits far outside the tolerance when changed, the Hub's
@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -102,6 +103,59 @@ TEST(GptDecoders, GptjGpt2AndBigCodeConfigs) {
   auto mha = parse_fixture("gpt_bigcode_mha");
   ASSERT_TRUE(mha.has_value()) << mha.status().to_string();
   EXPECT_EQ(mha->n_kv_heads, 4);
+}
+
+// CodeGen: GPT-J's layer (parallel, interleaved RoPE over rotary_dim, lm_head bias, untied by
+// default) from config.json as Salesforce/codegen-350M-mono's has it (no tie key).
+TEST(GptDecoders, CodegenConfig) {
+  auto c = parse_fixture("codegen", [](nlohmann::json& j) { j.erase("tie_word_embeddings"); });
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "codegen");
+  EXPECT_EQ(c->head_dim, 8);
+  EXPECT_EQ(c->n_kv_heads, 8);
+  EXPECT_EQ(c->intermediate_size, 256) << "n_inner null: 4 x n_embd";
+  EXPECT_TRUE(c->parallel_blocks && c->lm_head_bias && c->mlp_bias);
+  EXPECT_FALSE(c->parallel_mlp_norm || c->qkv_bias || c->o_bias || c->tie_embeddings);
+  EXPECT_EQ(c->rope_style, RopeStyle::interleaved);
+  EXPECT_EQ(c->rope_dims(), 4);
+  refused("codegen", [](nlohmann::json& j) { j["rotary_dim"] = nullptr; }, "rotary_dim null is not supported for codegen");
+  refused("codegen", [](nlohmann::json& j) {
+    j["n_embd"] = 42;
+    j["n_head"] = 6;
+  }, "codegen's hidden size (42) must be divisible by 4");
+}
+
+// qkv_proj's four blocks of q | v | k: reading them as q | k | v blocks, or the whole as q, k, v one
+// after the other, moves the logits far (split at open, so each layout is a tensor rewrite here).
+TEST(GptDecoders, CodegenQkvBlocksAreSplitAsTransformersDoes) {
+  const float far = 100 * kLogitTol;
+  for (const bool whole : {false, true}) {
+    SCOPED_TRACE(whole ? "q, k, v one after the other" : "blocks of q | k | v");
+    const testing::TempDir dir("codegen_qkv");
+    std::vector<StEntry> entries = testing::stored_entries("codegen");
+    ASSERT_FALSE(entries.empty());
+    for (StEntry& e : entries) {
+      if (e.name.find(".attn.qkv_proj.weight") == std::string::npos) continue;
+      // Rows of 64 floats; a block is 3 x 16 rows [q | v | k]. Rewrite so that the reader's split
+      // takes the wrong rows: swap each block's v and k (blocks of q | k | v), or put q, v, k whole.
+      const size_t row = 64 * sizeof(float), local = 16;
+      std::vector<uint8_t> out(e.bytes.size());
+      for (size_t b = 0; b < 4; ++b)
+        for (size_t part = 0; part < 3; ++part)
+          for (size_t r = 0; r < local; ++r) {
+            const size_t from = (b * 3 + part) * local + r;
+            const size_t to = whole ? (part * 4 + b) * local + r : (b * 3 + (part == 0 ? 0 : 3 - part)) * local + r;
+            std::memcpy(out.data() + to * row, e.bytes.data() + from * row, row);
+          }
+      e.bytes = std::move(out);
+    }
+    testing::write_safetensors_file(dir.file("model.safetensors"), entries);
+    std::filesystem::copy_file(fixture_dir("codegen") + "/config.json", dir.file("config.json"));
+    auto backend = make_cpu_backend({.n_threads = 1});
+    auto model = testing::load_or_fail(dir.str(), *backend);
+    ASSERT_NE(model, nullptr);
+    EXPECT_GT(testing::run_fixture_case(*model, *backend, testing::read_fixture_cases("codegen").back()).max_abs_diff, far);
+  }
 }
 
 // Falcon's layers as FalconConfig describes them: Falcon-7B's (multi_query, one norm), the new
@@ -228,7 +282,7 @@ TEST(GptDecoders, FalconRwConfigs) {
 TEST(GptDecoders, DecodeStepsMatchTransformers) {
   auto backend = make_cpu_backend({.n_threads = 2});
   for (const char* name : {"gpt_neox", "gpt_neox_sequential", "gptj", "gpt2", "gpt_bigcode", "gpt_bigcode_mha", "falcon",
-                           "falcon_new", "falcon_one_norm", "falcon_sequential", "gpt_neo"}) {
+                           "falcon_new", "falcon_one_norm", "falcon_sequential", "gpt_neo", "codegen"}) {
     SCOPED_TRACE(name);
     auto model = testing::load_or_fail(fixture_dir(name), *backend);
     ASSERT_NE(model, nullptr);

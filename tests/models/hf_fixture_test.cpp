@@ -67,7 +67,7 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfFixture,
                                            "granite_swa", "granitemoe_swa", "cohere2_moe", "cohere2_moe_sigmoid",
                                            "hy_v3", "falcon", "falcon_new", "falcon_one_norm",
                                            "falcon_sequential", "bloom", "mpt", "mpt_clip", "opt",
-                                           "gpt_neo"));
+                                           "gpt_neo", "codegen"));
 
 // FP8 checkpoints in the Hub's layouts, dequantized at load (scripts/make_fp8_fixtures.py): quant_method
 // fp8 with 32x32 blocks (Qwen3-FP8; GLM-4.5-FP8's experts too) and with 24x40 blocks partial at the tail (DeepSeek-V3),

@@ -304,7 +304,7 @@ TEST(TensorParallel, LlamaVariantsMatchUnshardedAndTransformers) {
                            "starcoder2", "phi", "stablelm_parallel", "gpt_neox", "gptj", "gpt2", "internlm2", "internlm3", "chatglm", "minicpm", "cwm", "iquestcoder",
                            "solar_open", "minicpm5_moe", "nanochat", "ministral", "vaultgemma", "param2moe", "sarvam_moe", "granite_swa",
                            "granitemoe_swa", "cohere2_moe", "cohere2_moe_sigmoid", "hy_v3", "falcon_new", "falcon_one_norm",
-                           "falcon_sequential", "bloom", "mpt", "mpt_clip", "opt", "gpt_neo"})
+                           "falcon_sequential", "bloom", "mpt", "mpt_clip", "opt", "gpt_neo", "codegen"})
     expect_tp2_matches_transformers(name);
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "models/gguf.h"
 #include "models/tokenizer_gguf.h"
@@ -338,6 +339,42 @@ TEST(TokenizerFiles, VocabularyMustFitTheModel) {
   const Status small = check_tokenizer_fits(**tok, 512);  // stories260K's vocabulary
   EXPECT_EQ(small.code(), StatusCode::invalid_argument);
   EXPECT_NE(small.message().find("32000"), std::string::npos) << small.to_string();
+}
+
+// A slow tokenizer laid out as CodeGen's repositories have it (scripts/make_vocab_merges_fixtures.py):
+// vocab.json, merges.txt and added_tokens.json's runs of spaces and tabs, which tokenizer_config.json
+// (without added_tokens_decoder) leaves to that file: every text's ids and decode are transformers'
+// (CodeGenTokenizer); the runs are added tokens, not special ones.
+TEST(TokenizerFiles, AddedTokensJsonAsTransformersReadsIt) {
+  const std::string dir = std::string(BRIGADE_FIXTURES) + "/tokenizers/codegen_slow";
+  auto tok = Tokenizer::load(dir);
+  ASSERT_TRUE(tok.has_value()) << tok.status().to_string();
+  auto text = read_text_file(dir + "/vectors.json");
+  ASSERT_TRUE(text.has_value());
+  const auto vectors = nlohmann::json::parse(*text).at("vectors");
+  ASSERT_GE(vectors.size(), 9u);
+  for (const auto& v : vectors) {
+    const std::string input = v.at("text").get<std::string>();
+    auto ids = (*tok)->encode(input, /*add_bos=*/false);
+    ASSERT_TRUE(ids.has_value()) << ids.status().to_string();
+    EXPECT_EQ(*ids, v.at("ids").get<std::vector<int32_t>>()) << "input: '" << input << "'";
+    auto decoded = (*tok)->decode(*ids);
+    ASSERT_TRUE(decoded.has_value());
+    EXPECT_EQ(*decoded, v.at("decoded").get<std::string>());
+  }
+  EXPECT_FALSE((*tok)->is_special(701)) << "9 spaces: an added token, not a special one";
+  EXPECT_TRUE((*tok)->is_special(700)) << "<|endoftext|>";
+  EXPECT_EQ((*tok)->vocab_size(), 712);
+
+  // An entry without an id >= 0 is refused naming the file.
+  const testing::TempDir bad("codegen_slow_bad");
+  for (const char* f : {"vocab.json", "merges.txt", "tokenizer_config.json"})
+    std::filesystem::copy_file(dir + "/" + f, bad.file(f));
+  testing::write_text(bad.file("added_tokens.json"), R"({"  ": -3})");
+  auto refused = Tokenizer::load(bad.str());
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.status().message().find("added_tokens.json: entry '  ' is not a token with an id >= 0"), std::string::npos)
+      << refused.status().message();
 }
 
 }  // namespace

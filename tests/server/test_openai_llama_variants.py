@@ -27,7 +27,7 @@ MODELS = ["olmo", "olmo3", "olmoe", "olmoe_clip", "dbrx", "exaone4", "glm4", "se
           "cwm", "iquestcoder", "solar_open", "minicpm5_moe", "youtu", "minicpm3", "ministral", "vaultgemma",
           "param2moe", "sarvam_moe", "sarvam_mla", "granite_swa", "granitemoe_swa", "cohere2_moe",
           "cohere2_moe_sigmoid", "hy_v3", "falcon", "falcon_new", "falcon_one_norm", "falcon_sequential",
-          "bloom", "mpt", "mpt_clip", "opt", "gpt_neo"]
+          "bloom", "mpt", "mpt_clip", "opt", "gpt_neo", "codegen"]
 
 
 @pytest.mark.parametrize("name", MODELS)
