@@ -17,6 +17,7 @@
 #include "models/idefics3_config.h"
 #include "models/internvl_config.h"
 #include "models/qwen_vl_config.h"
+#include "models/generation_config.h"
 #include "models/gguf_checkpoint.h"
 #include "models/llama2c.h"
 #include "models/safetensors.h"
@@ -84,6 +85,8 @@ Status Checkpoint::open_directory() {
   auto cfg = parse_hf_config(config_text);
   if (!cfg) return Status(cfg.status().code(), config_path.string() + ": " + cfg.status().message());
   config_ = std::move(*cfg);
+  // generation_config.json's EOS ids end a generation too (vLLM's update_from_generation_config).
+  BRIGADE_RETURN_IF_ERROR(add_generation_eos(path_, config_.eos_ids));
 
   // Safetensors first, as transformers and vLLM prefer them; torch.save's pytorch_model.bin
   // (models/torch_checkpoint.h) where a repository has only those.

@@ -16,6 +16,7 @@
 
 #include "brigade/engine.h"
 #include "core/status.h"
+#include "models/generation_config.h"
 
 namespace brigade::server {
 
@@ -58,6 +59,10 @@ struct ServerOptions {
   // A chat (or /tokenize) request's own chat_template is rendered (vLLM's
   // --trust-request-chat-template); refused with 400 otherwise, as a template is code the server runs.
   bool trust_request_chat_template = false;
+  // Sampling settings for the fields a request leaves out, and a cap on max_tokens: the model's
+  // generation_config.json as vLLM's --generation-config auto takes it (resolve_generation_defaults;
+  // `brigade serve` fills it). Empty: brigade's own defaults (temperature 1, no top-p / top-k).
+  GenerationDefaults generation_defaults;
 };
 
 class HttpServer {

@@ -453,6 +453,25 @@ Status read_token_id_list(const json& body, const char* field, int max, std::vec
 // vLLM's use_beam_search, length_penalty and early_stopping (true, false, or transformers'
 // "never"). What a beam search cannot honour is refused by name; the sampling settings (temperature,
 // top_p, top_k, min_p, seed) do not apply to it and are ignored, as in vLLM.
+// The model's generation_config (ParseLimits::defaults) in the fields the body leaves out (or sends
+// null), as vLLM's default_sampling_params; its max_new_tokens caps max_tokens whatever the body
+// says (vLLM's get_max_tokens). A beam search takes none of the sampling ones (it ignores them, and
+// a default repetition_penalty must not make it refuse).
+void apply_generation_defaults(const json& body, const GenerationDefaults& d, CompletionRequest& r) {
+  if (d.max_tokens) r.gen.max_tokens = std::min(r.gen.max_tokens, *d.max_tokens);
+  if (r.use_beam_search) return;
+  const auto absent = [&](const char* key) {
+    auto it = body.find(key);
+    return it == body.end() || it->is_null();
+  };
+  SamplingOptions& s = r.gen.sampling;
+  if (d.temperature && absent("temperature")) s.temperature = *d.temperature;
+  if (d.top_p && absent("top_p")) s.top_p = *d.top_p;
+  if (d.top_k && absent("top_k")) s.top_k = *d.top_k;
+  if (d.min_p && absent("min_p")) s.min_p = *d.min_p;
+  if (d.repetition_penalty && absent("repetition_penalty")) s.repetition_penalty = *d.repetition_penalty;
+}
+
 Status read_beam_search(const json& body, CompletionRequest& r) {
   BRIGADE_RETURN_IF_ERROR(read_bool(body, "use_beam_search", r.use_beam_search));
   const double inf = std::numeric_limits<double>::infinity();
@@ -640,6 +659,7 @@ Expected<CompletionRequest> parse_completion_request(const json& body, Endpoint 
                             "server's reasoning parser finds the reasoning block in the chat's prompt");
   BRIGADE_RETURN_IF_ERROR(refuse_unsupported(body));
   BRIGADE_RETURN_IF_ERROR(read_beam_search(body, r));
+  apply_generation_defaults(body, limits.defaults, r);
   return r;
 }
 

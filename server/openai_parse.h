@@ -17,6 +17,7 @@
 
 #include "brigade/engine.h"
 #include "core/status.h"
+#include "models/generation_config.h"
 #include "server/openai_tools.h"
 #include "server/reasoning_parser.h"
 
@@ -143,6 +144,10 @@ struct ParseLimits {
   // Chat without max_tokens generates to the end of the context, as OpenAI's and vLLM's (the
   // engine caps it to the context once the prompt is tokenized).
   int default_max_tokens_chat = std::numeric_limits<int32_t>::max();
+  // The model's generation_config.json (ServerOptions::generation_defaults): sampling settings for
+  // the fields a request leaves out, and max_new_tokens capping max_tokens (vLLM's
+  // default_sampling_params). Empty: brigade's own defaults.
+  GenerationDefaults defaults;
 };
 
 // Validates one request body. invalid_argument for wrong types, missing prompt/messages and

@@ -373,19 +373,21 @@ Routed route(ServerContext& ctx, const HttpRequestView& req) {
     return error_response(400, refused.message(), refused.code());
   auto fail = [](const Status& st) { return error_response(http_status_for(st.code()), st.message(), st.code()); };
   Expected<CompletionRequest> parsed = invalid_argument("unreachable");
+  ParseLimits limits;
+  limits.defaults = ctx.options.generation_defaults;
   if (responses) {
     // The Responses API is a view of chat (server/responses_request.h).
     const auto body = nlohmann::ordered_json::parse(req.body, nullptr, /*allow_exceptions=*/false);
     if (body.is_discarded()) return fail(invalid_argument("the request body is not valid JSON"));
     auto as_chat = responses_to_chat(body);
     if (!as_chat) return fail(as_chat.status());
-    parsed = parse_completion_body(as_chat->dump(), Endpoint::chat);  // (its tools and schema in the body's order)
+    parsed = parse_completion_body(as_chat->dump(), Endpoint::chat, limits);  // (its tools and schema in the body's order)
     if (parsed) {
       parsed->responses = true;
       parsed->responses_echo = responses_echo(body).dump();
     }
   } else {
-    parsed = parse_completion_body(req.body, chat ? Endpoint::chat : Endpoint::completions);
+    parsed = parse_completion_body(req.body, chat ? Endpoint::chat : Endpoint::completions, limits);
   }
   if (!parsed) return fail(parsed.status());
   if (!req.request_id.empty()) {

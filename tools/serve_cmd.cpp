@@ -50,6 +50,8 @@ struct ServeArgs {
   bool allow_cache_reset = false;            // or VLLM_SERVER_DEV_MODE=1|true
   bool return_tokens_as_token_ids = false;
   bool trust_request_chat_template = false;
+  std::string generation_config = "auto";  // vLLM's --generation-config: auto | vllm | DIR
+  std::string override_generation_config;  // vLLM's --override-generation-config JSON
 };
 
 // vLLM's switch for the runtime adapter routes is an environment variable.
@@ -128,6 +130,15 @@ int run_serve(const ServeArgs& a) {
     return fail(invalid_argument("runtime LoRA updating (--allow-runtime-lora-updating or "
                                  "VLLM_ALLOW_RUNTIME_LORA_UPDATING) needs --enable-lora (or --lora-modules)"));
   options->chat_template = a.chat_template;
+  auto defaults = resolve_generation_defaults(*model, a.generation_config, a.override_generation_config);
+  if (!defaults) return fail(defaults.status());
+  so.generation_defaults = *defaults;
+  if (!defaults->empty())  // as vLLM warns
+    std::fprintf(stderr, "default sampling settings from %s: %s (a request's own values win; --generation-config vllm "
+                 "for brigade's defaults)\n",
+                 a.generation_config == "auto" || a.generation_config == "vllm" ? "the model's generation_config.json"
+                                                                                : a.generation_config.c_str(),
+                 defaults->describe().c_str());
   auto nodes = launch_nodes(a.launch_nodes, a.topology, *options, a.threads, a.executor);
   if (!nodes) return fail(nodes.status());
   auto engine = Engine::create(*options);
@@ -251,6 +262,12 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
       ->capture_default_str()->check(CLI::Range(1, 1024));
   cmd->add_option("--max-lora-rank", a->max_lora_rank, "Largest adapter rank r accepted")
       ->capture_default_str()->check(CLI::Range(1, 4096));
+  cmd->add_option("--generation-config", a->generation_config,
+                  "Request defaults for temperature, top_p, top_k, min_p, repetition_penalty and a max_tokens cap "
+                  "(max_new_tokens): auto = the model's generation_config.json, vllm = none, or a directory holding one")
+      ->capture_default_str();
+  cmd->add_option("--override-generation-config", a->override_generation_config,
+                  "JSON object over --generation-config's settings, e.g. '{\"temperature\": 0.5}'");
   cmd->add_option("--io-threads", a->io_threads, "HTTP I/O threads")->capture_default_str()->check(CLI::Range(1, 64));
   cmd->callback([a, &run] { run = [a] { return run_serve(*a); }; });
 }

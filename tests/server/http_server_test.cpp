@@ -630,6 +630,41 @@ TEST(ServerAuth, ApiKeyRequiredOnV1) {
   s.server.reset();
 }
 
+// The model's generation_config as request defaults (vLLM's --generation-config auto): with
+// temperature 0 there, requests that leave temperature out are greedy (the same text as an explicit
+// temperature 0, run after run); a request's own temperature wins; max_new_tokens caps max_tokens.
+TEST(ServerGenerationConfig, DefaultsFillWhatARequestLeavesOut) {
+  ServerOptions o;
+  o.generation_defaults.temperature = 0.0f;
+  o.generation_defaults.max_tokens = 5;
+  Served s = serve(o);
+  auto text_of = [&](json body) {
+    auto r = http_request(kHost, s.port, {"POST", "/v1/completions", body.dump(), ""});
+    EXPECT_TRUE(r.has_value());
+    EXPECT_EQ(r->status, 200) << r->body;
+    const json j = json::parse(r->body);
+    return std::make_pair(j["choices"][0]["text"].get<std::string>(), j["usage"]["completion_tokens"].get<int>());
+  };
+  json unset = {{"model", "tiny"}, {"prompt", "Once upon a time"}, {"max_tokens", 50}, {"ignore_eos", true}};
+  const auto first = text_of(unset);
+  EXPECT_EQ(first.second, 5) << "max_new_tokens 5 caps max_tokens 50";
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(text_of(unset), first) << "no temperature: the default 0, greedy";
+  json explicit_greedy = unset;
+  explicit_greedy["temperature"] = 0;
+  EXPECT_EQ(text_of(explicit_greedy), first);
+  // The request's own temperature: sampled (at 2.0 over this model's flat distribution, 8 seeds
+  // cannot all give the greedy text).
+  json hot = unset;
+  hot["temperature"] = 2.0;
+  bool differs = false;
+  for (int seed = 0; seed < 8 && !differs; ++seed) {
+    hot["seed"] = seed;
+    differs = text_of(hot).first != first.first;
+  }
+  EXPECT_TRUE(differs);
+  s.server.reset();
+}
+
 // vLLM's POST /reset_prefix_cache and SGLang's /flush_cache: 404 unless allowed; then the next
 // run of a prompt reports no cached tokens; the API key applies when one is set.
 TEST(ServerCacheReset, RoutesEmptyThePrefixCacheWhenAllowed) {

@@ -54,6 +54,47 @@ TEST(OpenaiParse, FullCompletionRequest) {
 }
 
 // OpenAI's batch form: several prompts, n choices each; choice c runs prompt c / n with seed + c % n.
+// The model's generation_config (ParseLimits::defaults) fills the sampling fields a request leaves
+// out or sends null, never one it sets; its max_new_tokens caps max_tokens, given or not; a beam
+// search takes none of the sampling defaults (a default repetition_penalty must not refuse it).
+TEST(OpenaiParse, GenerationConfigDefaultsFillOnlyWhatIsLeftOut) {
+  ParseLimits limits;
+  limits.defaults.temperature = 0.7f;
+  limits.defaults.top_p = 0.8f;
+  limits.defaults.top_k = 20;
+  limits.defaults.min_p = 0.05f;
+  limits.defaults.repetition_penalty = 1.05f;
+  limits.defaults.max_tokens = 100;
+  auto d = parse_completion_body(R"({"prompt":"hi","top_p":null})", Endpoint::completions, limits);
+  ASSERT_TRUE(d.has_value()) << d.status().to_string();
+  EXPECT_FLOAT_EQ(d->gen.sampling.temperature, 0.7f);
+  EXPECT_FLOAT_EQ(d->gen.sampling.top_p, 0.8f) << "null is left out";
+  EXPECT_EQ(d->gen.sampling.top_k, 20);
+  EXPECT_FLOAT_EQ(d->gen.sampling.min_p, 0.05f);
+  EXPECT_FLOAT_EQ(d->gen.sampling.repetition_penalty, 1.05f);
+  EXPECT_EQ(d->gen.max_tokens, 16) << "completions' own default, under the cap";
+  auto own = parse_completion_body(R"({"messages":[{"role":"user","content":"hi"}],"temperature":0,"top_p":1,
+    "top_k":-1,"min_p":0,"repetition_penalty":1,"max_tokens":500})", Endpoint::chat, limits);
+  ASSERT_TRUE(own.has_value()) << own.status().to_string();
+  EXPECT_FLOAT_EQ(own->gen.sampling.temperature, 0.0f);
+  EXPECT_FLOAT_EQ(own->gen.sampling.top_p, 1.0f);
+  EXPECT_EQ(own->gen.sampling.top_k, 0);
+  EXPECT_FLOAT_EQ(own->gen.sampling.min_p, 0.0f);
+  EXPECT_FLOAT_EQ(own->gen.sampling.repetition_penalty, 1.0f);
+  EXPECT_EQ(own->gen.max_tokens, 100) << "max_new_tokens caps a larger max_tokens";
+  auto chat = parse_completion_body(R"({"messages":[{"role":"user","content":"hi"}]})", Endpoint::chat, limits);
+  ASSERT_TRUE(chat.has_value());
+  EXPECT_EQ(chat->gen.max_tokens, 100) << "chat's to-the-end default, capped";
+  auto beam = parse_completion_body(R"({"prompt":"hi","use_beam_search":true,"n":2,"max_tokens":4})",
+                                    Endpoint::completions, limits);
+  ASSERT_TRUE(beam.has_value()) << beam.status().to_string();
+  EXPECT_FLOAT_EQ(beam->gen.sampling.repetition_penalty, 1.0f);
+  auto plain = parse_completion_body(R"({"prompt":"hi"})", Endpoint::completions);
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_FLOAT_EQ(plain->gen.sampling.temperature, 1.0f) << "without defaults: brigade's own";
+  EXPECT_EQ(plain->gen.sampling.top_k, 0);
+}
+
 TEST(OpenaiParse, SeveralPromptsGiveNChoicesEach) {
   auto r = parse(R"({"prompt":["one","two","three"],"n":2,"seed":10})");
   ASSERT_TRUE(r.has_value()) << r.status().to_string();
