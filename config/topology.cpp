@@ -137,6 +137,7 @@ Status parse_scheduler(const YAML::Node& s, const std::string& where, SchedulerC
       .read("max_step_tokens", sched.max_step_tokens)
       .read("max_inflight_steps", sched.max_inflight_steps)
       .read("chunked_prefill", sched.chunked_prefill)
+      .read("max_model_len", sched.max_model_len)
       .nested("speculative", [&](const YAML::Node& n, const std::string& w) {
         SpeculativeConfig& sp = sched.speculative;
         return MapReader(n, w)
@@ -266,6 +267,7 @@ Status validate_instance(const InstanceConfig& inst) {
   if (s.max_running < 1) return invalid_argument(w + ": scheduler.max_running must be >= 1");
   if (s.max_waiting < 0) return invalid_argument(w + ": scheduler.max_waiting must be >= 0");
   if (s.max_step_tokens < 1) return invalid_argument(w + ": scheduler.max_step_tokens must be >= 1");
+  if (s.max_model_len < 0) return invalid_argument(w + ": scheduler.max_model_len must be >= 0 (0 = the model's positions)");
   if (s.max_inflight_steps < 1 || s.max_inflight_steps > 8)
     return invalid_argument(w + ": scheduler.max_inflight_steps must be in [1, 8]");
   BRIGADE_RETURN_IF_ERROR(validate_speculative(s.speculative, w));

@@ -22,12 +22,33 @@ struct ExecutorFlags {
   std::string speculative_config;  // vLLM's --speculative-config JSON (parse_speculative_json)
   std::string mm_processor_kwargs;  // vLLM's --mm-processor-kwargs JSON: min_pixels, max_pixels
   int max_num_batched_tokens = 0;   // vLLM's --max-num-batched-tokens: each instance's max_step_tokens (0: the topology's)
+  // vLLM's engine flags, each onto the topology (0 / empty / false: the topology's):
+  int tensor_parallel_size = 0;    // --tensor-parallel-size / -tp: each instance's executor tp
+  int data_parallel_size = 0;      // --data-parallel-size / -dp: the one instance copied N times behind the router
+  int max_num_seqs = 0;            // --max-num-seqs: scheduler.max_running
+  std::string max_model_len;       // --max-model-len: scheduler.max_model_len (4096, 4k = 4000, 4K = 4096)
+  int block_size = 0;              // --block-size: kv.page_size
+  std::string kv_cache_dtype;      // --kv-cache-dtype: kv.dtype (auto, bfloat16, float16, float32, int8)
+  std::string dtype;               // --dtype: weights (auto, bfloat16, float32)
+  bool enable_prefix_caching = false, no_enable_prefix_caching = false;  // cache.radix
+  bool enable_chunked_prefill = false, no_enable_chunked_prefill = false;  // scheduler.chunked_prefill
 };
-// Registers --device, --weights, --speculative-config, --mm-processor-kwargs and
-// --max-num-batched-tokens on `cmd`.
+// Registers --device, --weights, --speculative-config, --mm-processor-kwargs,
+// --max-num-batched-tokens and vLLM's engine flags above on `cmd`.
 void add_executor_flags(CLI::App* cmd, ExecutorFlags& flags);
+// vLLM's engine flags as the topology's values (empty / 0 / nullopt: not given); invalid_argument as
+// apply_executor_flags says.
+struct VllmEngineFlags {
+  int max_model_len = 0;
+  std::string kv_dtype;  // kv.dtype's name
+  std::string weights;   // --dtype as the executor's weights
+  std::optional<bool> prefix_caching, chunked_prefill;
+};
+Expected<VllmEngineFlags> vllm_engine_flags(const ExecutorFlags& flags);
+
 // Writes the flags given into options' topology (validated when the engine starts); a malformed
-// --speculative-config is refused here.
+// --speculative-config, a vLLM value brigade has no equivalent for (--kv-cache-dtype fp8, --dtype
+// half), contradictory switches and -dp over a topology of several instances are refused here.
 Status apply_executor_flags(const ExecutorFlags& flags, EngineOptions& options);
 
 struct GenerateArgs {

@@ -1,3 +1,4 @@
+#include <cctype>
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
@@ -5,6 +6,8 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <limits>
+#include <map>
 #include <mutex>
 #include <sstream>
 
@@ -17,6 +20,59 @@
 #include "cpu/openblas_core.h"
 
 namespace brigade::tools {
+
+Expected<int> parse_model_len(const std::string& text) {
+  // vLLM's human-readable lengths: k / m / g are powers of 1000, K / M / G of 1024.
+  if (text.empty()) return 0;
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  const std::string rest = text.substr(digits);
+  static const std::map<std::string, int64_t> kScale = {{"", 1},          {"k", 1000},    {"m", 1000000},
+                                                         {"g", 1000000000}, {"K", 1 << 10}, {"M", 1 << 20},
+                                                         {"G", 1 << 30}};
+  auto scale = kScale.find(rest);
+  if (digits == 0 || digits > 9 || scale == kScale.end())
+    return invalid_argument("--max-model-len: '" + text + "' is not a token count (4096, 4k = 4000, 4K = 4096)");
+  const int64_t n = std::stoll(text.substr(0, digits)) * scale->second;
+  if (n < 1 || n > std::numeric_limits<int32_t>::max())
+    return invalid_argument("--max-model-len: " + text + " is out of range [1, 2^31)");
+  return static_cast<int>(n);
+}
+
+Expected<VllmEngineFlags> vllm_engine_flags(const ExecutorFlags& flags) {
+  VllmEngineFlags v;
+  BRIGADE_ASSIGN_OR_RETURN(v.max_model_len, parse_model_len(flags.max_model_len));
+  if (!flags.kv_cache_dtype.empty()) {
+    static const std::map<std::string, std::string> kKv = {{"auto", "auto"},    {"bfloat16", "bf16"}, {"bf16", "bf16"},
+                                                           {"float16", "f16"},  {"half", "f16"},      {"f16", "f16"},
+                                                           {"float32", "f32"},  {"float", "f32"},     {"f32", "f32"},
+                                                           {"int8", "int8"}};
+    auto it = kKv.find(flags.kv_cache_dtype);
+    if (it == kKv.end())
+      return invalid_argument("--kv-cache-dtype " + flags.kv_cache_dtype +
+                              " is not supported: brigade's KV caches are auto (the checkpoint's type), bfloat16, "
+                              "float16, float32 or int8 (the CPU); no fp8 KV cache");
+    v.kv_dtype = it->second;
+  }
+  if (!flags.dtype.empty()) {
+    static const std::map<std::string, std::string> kWeights = {{"auto", "auto"}, {"bfloat16", "bf16"},
+                                                                {"float32", "f32"}, {"float", "f32"}};
+    auto it = kWeights.find(flags.dtype);
+    if (it == kWeights.end())
+      return invalid_argument("--dtype " + flags.dtype + " is not supported: auto, bfloat16 or float32 (brigade has no "
+                              "float16 weights; see --weights for quantized ones)");
+    if (!flags.weights.empty() && flags.weights != it->second)
+      return invalid_argument("--dtype " + flags.dtype + " and --weights " + flags.weights + " disagree; give one");
+    v.weights = it->second;
+  }
+  if (flags.enable_prefix_caching && flags.no_enable_prefix_caching)
+    return invalid_argument("--enable-prefix-caching and --no-enable-prefix-caching: give one");
+  if (flags.enable_prefix_caching || flags.no_enable_prefix_caching) v.prefix_caching = flags.enable_prefix_caching;
+  if (flags.enable_chunked_prefill && flags.no_enable_chunked_prefill)
+    return invalid_argument("--enable-chunked-prefill and --no-enable-chunked-prefill: give one");
+  if (flags.enable_chunked_prefill || flags.no_enable_chunked_prefill) v.chunked_prefill = flags.enable_chunked_prefill;
+  return v;
+}
 
 void add_executor_flags(CLI::App* cmd, ExecutorFlags& flags) {
   cmd->add_option("--device", flags.device, "Executor device: cpu, cuda or cuda:N (default: the topology's, cpu)");
@@ -35,6 +91,31 @@ void add_executor_flags(CLI::App* cmd, ExecutorFlags& flags) {
                   "Token budget of one step (decodes and prompt chunks; vLLM's flag), every instance's "
                   "scheduler.max_step_tokens; an encoder's is raised to its positions (default: the topology's, 512)")
       ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--tensor-parallel-size", flags.tensor_parallel_size,
+                  "Tensor-parallel ranks of each instance's executor (vLLM's flag; the topology's executor tp)")
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--data-parallel-size", flags.data_parallel_size,
+                  "Copies of the model behind the router (vLLM's flag): the topology's one instance run N times, "
+                  "named <name>-dp0 ... (CPU threads divided among them)")
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--max-num-seqs", flags.max_num_seqs,
+                  "Sequences decoded together per instance (vLLM's flag; scheduler.max_running, default 64)")
+      ->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--max-model-len", flags.max_model_len,
+                  "Tokens a sequence may hold, prompt and output (vLLM's flag: 4096, 4k = 4000, 4K = 4096; "
+                  "scheduler.max_model_len; default: the model's positions)");
+  cmd->add_option("--block-size", flags.block_size, "Tokens per KV page (vLLM's flag; kv.page_size, default 16)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--kv-cache-dtype", flags.kv_cache_dtype,
+                  "KV cache type (vLLM's flag): auto (the checkpoint's), bfloat16, float16, float32, or int8 (the CPU); "
+                  "kv.dtype");
+  cmd->add_option("--dtype", flags.dtype,
+                  "Weights and activations (vLLM's flag): auto, bfloat16 or float32 (the --weights values bf16, f32)");
+  cmd->add_flag("--enable-prefix-caching", flags.enable_prefix_caching, "The radix prefix cache on (the default)");
+  cmd->add_flag("--no-enable-prefix-caching", flags.no_enable_prefix_caching, "The radix prefix cache off (cache.radix false)");
+  cmd->add_flag("--enable-chunked-prefill", flags.enable_chunked_prefill, "Prompts in chunks beside decodes (the default)");
+  cmd->add_flag("--no-enable-chunked-prefill", flags.no_enable_chunked_prefill,
+                "Prompts whole, in prefill-only steps (scheduler.chunked_prefill false)");
   cmd->add_option("--mm-processor-kwargs", flags.mm_processor_kwargs,
                   "Image processor settings, as vLLM's flag: JSON with min_pixels and/or max_pixels, the bounds of a "
                   "Qwen2-VL / Qwen2.5-VL image's pixels after resizing (default: the model's preprocessor_config.json, "
@@ -62,6 +143,7 @@ Status parse_mm_processor_kwargs(const std::string& text, EngineOptions& options
 // Flags apply to every instance's executor (two instances on one --device GPU are refused by
 // the topology's validation; give each its own cuda:N in the file instead).
 Status apply_executor_flags(const ExecutorFlags& flags, EngineOptions& options) {
+  BRIGADE_ASSIGN_OR_RETURN(VllmEngineFlags v, vllm_engine_flags(flags));
   for (auto& inst : options.topology.instances) {
     ExecutorConfig& ex = inst.executors.front();
     if (!flags.device.empty()) ex.device = flags.device;
@@ -69,6 +151,26 @@ Status apply_executor_flags(const ExecutorFlags& flags, EngineOptions& options) 
     if (flags.max_num_batched_tokens > 0) inst.scheduler.max_step_tokens = flags.max_num_batched_tokens;
     if (!flags.speculative_config.empty())
       BRIGADE_RETURN_IF_ERROR(parse_speculative_json(flags.speculative_config, inst.scheduler.speculative));
+    if (flags.tensor_parallel_size > 0) ex.tp = flags.tensor_parallel_size;
+    if (flags.max_num_seqs > 0) inst.scheduler.max_running = flags.max_num_seqs;
+    if (v.max_model_len > 0) inst.scheduler.max_model_len = v.max_model_len;
+    if (flags.block_size > 0) inst.kv.page_size = flags.block_size;
+    if (!v.kv_dtype.empty()) inst.kv.dtype = v.kv_dtype;
+    if (!v.weights.empty()) ex.weights = v.weights;
+    if (v.prefix_caching) inst.cache.radix = *v.prefix_caching;
+    if (v.chunked_prefill) inst.scheduler.chunked_prefill = *v.chunked_prefill;
+  }
+  if (flags.data_parallel_size > 1) {
+    auto& insts = options.topology.instances;
+    if (insts.size() != 1 || insts.front().role != "both" || !insts.front().remote.empty())
+      return invalid_argument("--data-parallel-size copies a topology's one local instance; this topology has " +
+                              std::to_string(insts.size()) + " (list the copies under instances: instead)");
+    const InstanceConfig proto = insts.front();
+    insts.clear();
+    for (int i = 0; i < flags.data_parallel_size; ++i) {
+      insts.push_back(proto);
+      insts.back().name = proto.name + "-dp" + std::to_string(i);
+    }
   }
   if (!flags.mm_processor_kwargs.empty()) BRIGADE_RETURN_IF_ERROR(parse_mm_processor_kwargs(flags.mm_processor_kwargs, options));
   return Status::ok();
@@ -101,6 +203,19 @@ Expected<std::unique_ptr<NodeLauncher>> launch_nodes(bool launch, const std::str
     lo.node_args.insert(lo.node_args.end(), {"--speculative-config", flags.speculative_config});
   if (flags.max_num_batched_tokens > 0)
     lo.node_args.insert(lo.node_args.end(), {"--max-num-batched-tokens", std::to_string(flags.max_num_batched_tokens)});
+  // vLLM's engine flags reach the nodes' instances too (--data-parallel-size is refused with remote instances).
+  if (flags.tensor_parallel_size > 0)
+    lo.node_args.insert(lo.node_args.end(), {"--tensor-parallel-size", std::to_string(flags.tensor_parallel_size)});
+  if (flags.max_num_seqs > 0) lo.node_args.insert(lo.node_args.end(), {"--max-num-seqs", std::to_string(flags.max_num_seqs)});
+  if (!flags.max_model_len.empty()) lo.node_args.insert(lo.node_args.end(), {"--max-model-len", flags.max_model_len});
+  if (flags.block_size > 0) lo.node_args.insert(lo.node_args.end(), {"--block-size", std::to_string(flags.block_size)});
+  if (!flags.kv_cache_dtype.empty()) lo.node_args.insert(lo.node_args.end(), {"--kv-cache-dtype", flags.kv_cache_dtype});
+  if (!flags.dtype.empty()) lo.node_args.insert(lo.node_args.end(), {"--dtype", flags.dtype});
+  for (const auto& [on, name] : {std::pair{flags.enable_prefix_caching, "--enable-prefix-caching"},
+                                 std::pair{flags.no_enable_prefix_caching, "--no-enable-prefix-caching"},
+                                 std::pair{flags.enable_chunked_prefill, "--enable-chunked-prefill"},
+                                 std::pair{flags.no_enable_chunked_prefill, "--no-enable-chunked-prefill"}})
+    if (on) lo.node_args.push_back(name);
   return NodeLauncher::start(options.topology, std::move(lo));
 }
 

@@ -1,6 +1,8 @@
 // brigade: the command line (DESIGN.md §10).
 #include <CLI/CLI.hpp>
 
+#include <cstring>
+
 #include "core/logging.h"
 #include "cpu/openblas_core.h"
 #include "tools/commands.h"
@@ -21,6 +23,11 @@ int main(int argc, char** argv) {
   brigade::tools::add_serve_command(app, run);
   brigade::tools::add_bench_command(app, run);
   brigade::tools::add_node_command(app, run);
+  // vLLM's two-letter short forms, which CLI11's one-letter short names cannot spell.
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "-tp") == 0) argv[i] = const_cast<char*>("--tensor-parallel-size");
+    if (std::strcmp(argv[i], "-dp") == 0) argv[i] = const_cast<char*>("--data-parallel-size");
+  }
   CLI11_PARSE(app, argc, argv);
   if (!log_level.empty() && !brigade::set_log_level(log_level)) {
     std::fprintf(stderr, "error: unknown --log-level '%s' (valid: trace, debug, info, warn, error, off)\n", log_level.c_str());

@@ -325,8 +325,14 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
                dtype_name(kv_dtype), res->runner.device_steps ? "device" : "host");
 
   SchedulerSetup& setup = out.setup;
+  // vLLM's max_model_len: at most the model's positions (vLLM refuses a longer one too).
+  const int max_model_len = inst.scheduler.max_model_len;
+  if (max_model_len > mc.max_position)
+    return invalid_argument("instance '" + inst.name + "': scheduler.max_model_len " + std::to_string(max_model_len) +
+                            " exceeds the model's " + std::to_string(mc.max_position) + " positions (" + mc.arch +
+                            "'s max_position_embeddings)");
   setup.limits = {inst.scheduler.max_running, inst.scheduler.max_waiting, inst.scheduler.max_step_tokens,
-                  mc.max_position,            inst.kv.page_size,          mc.vocab_size};
+                  max_model_len > 0 ? max_model_len : mc.max_position, inst.kv.page_size, mc.vocab_size};
   BRIGADE_RETURN_IF_ERROR(setup.limits.validate());
   setup.max_inflight_steps = inst.scheduler.max_inflight_steps;
   setup.pool_pages = n_pages;
@@ -345,7 +351,7 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
     setup.limits.prefix_cache = setup.limits.partial_pages = false;
     setup.limits.in_batch_prefix_tokens = 0;
     setup.limits.max_step_tokens = step_tokens;  // at least the positions (directory_config)
-    setup.limits.max_context = std::min(mc.max_position, step_tokens);
+    setup.limits.max_context = std::min(setup.limits.max_context, step_tokens);
     setup.limits.token_types = mc.type_vocab_size;
     if (inst.role != "both" || inst.scheduler.speculative.method != "none")
       return unsupported("instance '" + inst.name + "': " + mc.arch + " is an encoder: it pools and classifies, so it "

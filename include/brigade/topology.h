@@ -113,6 +113,10 @@ struct SchedulerConfig {
   int max_inflight_steps = 2;  // steps sent to the executor before the first comes back:
                                // 2 overlaps scheduling and streaming with the forward pass
   bool chunked_prefill = true; // false: prompts run whole in prefill-only steps (decodes pause)
+  // Tokens a sequence may hold, prompt and output (vLLM's max_model_len): prompts beyond it are
+  // refused and max_tokens capped to what it leaves. 0 = the model's max_position_embeddings; more
+  // than that is refused when the instance loads.
+  int max_model_len = 0;
   SpeculativeConfig speculative;
 };
 

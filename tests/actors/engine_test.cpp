@@ -457,6 +457,34 @@ TEST_F(SyntheticEngine, BadRequestsAreRefusedAndServingGoesOn) {
   EXPECT_EQ(ok->token_ids.size(), 5u);
 }
 
+// scheduler.max_model_len (vLLM's --max-model-len) is the context in place of the model's 256
+// positions: the summary says it, a prompt that fills it is refused, a request's max_tokens is cut
+// to what it leaves (finish length at the limit); more than the positions is refused at start.
+TEST_F(SyntheticEngine, MaxModelLenIsTheContext) {
+  EngineOptions o = small_options(dir_.string());
+  o.topology.instances.front().scheduler.max_model_len = 40;
+  auto engine = Engine::create(o);
+  ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+  Engine& e = **engine;
+  EXPECT_EQ(e.model().max_context, 40);
+  auto full = e.generate(greedy_ids(std::vector<int32_t>(40, 7), 4));
+  ASSERT_FALSE(full.has_value());
+  EXPECT_NE(full.status().message().find("the model's context is 40 tokens"), std::string::npos) << full.status().message();
+  GenerateOptions r = greedy_ids(std::vector<int32_t>(30, 7), 100);
+  r.ignore_eos = true;
+  auto cut = e.generate(r);
+  ASSERT_TRUE(cut.has_value()) << cut.status().to_string();
+  EXPECT_EQ(cut->token_ids.size(), 10u) << "30 prompt tokens + 10 fill the 40";
+  EXPECT_EQ(cut->finish, FinishReason::length);
+
+  o.topology.instances.front().scheduler.max_model_len = 257;
+  auto refused = Engine::create(o);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.status().message().find("scheduler.max_model_len 257 exceeds the model's 256 positions"),
+            std::string::npos)
+      << refused.status().message();
+}
+
 TEST_F(SyntheticEngine, CancelEndsWithAbort) {
   auto engine = Engine::create(small_options(dir_.string()));
   ASSERT_TRUE(engine.has_value());

@@ -108,6 +108,16 @@ instances:
   EXPECT_EQ(t->instances[0].executors[0].threads, 2);
 }
 
+TEST(Topology, MaxModelLenKey) {
+  auto t = parse_topology("instances: [{scheduler: {max_model_len: 4096}}]");
+  ASSERT_TRUE(t.has_value()) << t.status().to_string();
+  EXPECT_EQ(t->instances[0].scheduler.max_model_len, 4096);
+  EXPECT_EQ(default_topology().instances[0].scheduler.max_model_len, 0) << "0: the model's positions";
+  auto bad = parse_topology("instances: [{scheduler: {max_model_len: -1}}]");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.status().message().find("scheduler.max_model_len must be >= 0"), std::string::npos);
+}
+
 TEST(Topology, TensorParallelKey) {
   EXPECT_EQ(default_topology().instances[0].executors[0].tp, 1);
   auto t = parse_topology("instances: [{executors: [{device: cpu, threads: 1, tp: 4}]}]");

@@ -41,6 +41,40 @@ if "$bin" generate --model "$dir/m" --prompt "Q:" --grammar "$dir/bad.gbnf" --th
 fi
 grep -q "grammar line 1, column 14: rule 'b' is used but never defined" "$dir/bad.err"
 
+# vLLM's engine flags onto the topology (--max-num-seqs, --block-size, --max-model-len (its
+# human-readable 1k = 1000 and 1K = 1024 in the refusals), --kv-cache-dtype, --dtype, the prefix-caching and chunked-prefill switches):
+# the same greedy tokens as without them; -tp 2 runs (two CPU ranks) and generates as many; a prompt
+# that fills --max-model-len is refused naming the limit; values brigade has no equivalent for, a
+# --max-model-len beyond the model's positions and contradictory switches are refused by name.
+"$bin" generate --model "$dir/m" --prompt-ids 1,20,30,40 --max-tokens 8 --temperature 0 --ignore-eos --threads 1 \
+  >"$dir/plain.txt" 2>/dev/null
+"$bin" generate --model "$dir/m" --prompt-ids 1,20,30,40 --max-tokens 8 --temperature 0 --ignore-eos --threads 1 \
+  --max-num-seqs 4 --block-size 8 --max-model-len 400 --kv-cache-dtype float32 --dtype float32 \
+  --no-enable-prefix-caching --no-enable-chunked-prefill >"$dir/vllm_flags.txt" 2>/dev/null
+cmp "$dir/plain.txt" "$dir/vllm_flags.txt"
+"$bin" generate --model "$dir/m" --prompt-ids 1,20,30,40 --max-tokens 8 --temperature 0 --ignore-eos --threads 2 \
+  -tp 2 >"$dir/tp.txt" 2>"$dir/tp.err"
+python3 -c 'import sys; a, b = (open(f).read().split() for f in sys.argv[1:]); assert len(a) == len(b) >= 8, (a, b)' \
+  "$dir/plain.txt" "$dir/tp.txt"
+if "$bin" generate --model "$dir/m" --prompt-ids 1,2,3,4,5,6,7,8 --max-tokens 4 --max-model-len 8 --threads 1 \
+  >/dev/null 2>"$dir/len.err"; then
+  echo "a prompt filling --max-model-len should be refused"; exit 1
+fi
+grep -q "the prompt has 8 tokens; the model's context is 8 tokens" "$dir/len.err"
+for bad in "--kv-cache-dtype fp8:no fp8 KV cache" "--dtype half:--dtype half is not supported" \
+           "--max-model-len 4x:'4x' is not a token count" \
+           "--max-model-len 1k:max_model_len 1000 exceeds the model's 512 positions" \
+           "--max-model-len 1K:max_model_len 1024 exceeds the model's 512 positions" \
+           "--enable-prefix-caching --no-enable-prefix-caching:give one"; do
+  args=${bad%%:*}
+  want=${bad#*:}
+  # shellcheck disable=SC2086
+  if "$bin" generate --model "$dir/m" --prompt-ids 1,2 --max-tokens 2 --threads 1 $args >/dev/null 2>"$dir/bad_flag.err"; then
+    echo "$args should be refused"; exit 1
+  fi
+  grep -qF -- "$want" "$dir/bad_flag.err" || { echo "$args: expected '$want' in:"; cat "$dir/bad_flag.err"; exit 1; }
+done
+
 # generate --score --max-tokens 0: the prompt's log-likelihood (its prompt logprobs, 4 of the 5
 # tokens scored) and the perplexity that follows from it; --max-tokens 0 alone generates nothing.
 "$bin" generate --model "$dir/m" --prompt-ids 1,20,30,40,50 --max-tokens 0 --score --threads 1 >/dev/null 2>"$dir/score.err"
