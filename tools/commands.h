@@ -53,6 +53,7 @@ Status apply_executor_flags(const ExecutorFlags& flags, EngineOptions& options);
 
 struct GenerateArgs {
   std::string model;
+  std::string tokenizer;  // vLLM's --tokenizer (EngineOptions::tokenizer_path); empty: the model's
   std::string prompt;
   std::string prompt_ids;
   int max_tokens = 64;

@@ -72,6 +72,8 @@ void add_generate_command(CLI::App& app, std::function<int()>& run) {
   auto* cmd = app.add_subcommand("generate", "Generate text (or token ids) from a prompt");
   auto opts = std::make_shared<GenerateArgs>();
   cmd->add_option("--model", opts->model, "Checkpoint: a directory (config.json + safetensors), a .gguf file or a llama2.c .bin")->required();
+  cmd->add_option("--tokenizer", opts->tokenizer,
+                  "Tokenizer (and its chat template) from this directory or file instead of the model's (vLLM's flag)");
   cmd->add_option("--prompt", opts->prompt, "Prompt text");
   cmd->add_option("--prompt-ids", opts->prompt_ids, "Prompt token ids, comma-separated; prints generated ids");
   cmd->add_option("--max-tokens", opts->max_tokens, "Tokens to generate")->capture_default_str();
@@ -121,6 +123,7 @@ int run_generate(const GenerateArgs& a) {
   if (a.prompt.empty() == a.prompt_ids.empty()) return fail(invalid_argument("give exactly one of --prompt or --prompt-ids"));
   auto options = engine_options(a.topology, a.model, a.threads);
   if (!options) return fail(options.status());
+  options->tokenizer_path = a.tokenizer;
   if (Status st = apply_executor_flags(a.executor, *options); !st.is_ok()) return fail(st);
   auto nodes = launch_nodes(a.launch_nodes, a.topology, *options, a.threads, a.executor);
   if (!nodes) return fail(nodes.status());

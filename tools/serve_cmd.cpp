@@ -24,6 +24,7 @@ namespace {
 
 struct ServeArgs {
   std::string model;
+  std::string tokenizer;  // vLLM's --tokenizer (EngineOptions::tokenizer_path); empty: the model's
   std::string topology;
   bool launch_nodes = false;
   std::string host = "127.0.0.1";
@@ -112,6 +113,7 @@ int run_serve(const ServeArgs& a) {
 
   auto options = engine_options(a.topology, a.model, a.threads, /*default_model=*/true);
   if (!options) return fail(options.status());
+  options->tokenizer_path = a.tokenizer;
   options->pooling = pooling;
   if (!a.normalize.empty()) options->normalize_embeddings = a.normalize == "true";
   options->hf_overrides = a.hf_overrides;
@@ -186,6 +188,9 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
   auto* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (completions, chat, models, metrics)");
   auto a = std::make_shared<ServeArgs>();
   cmd->add_option("--model", a->model, "Checkpoint (default: the synthetic 100M model, made when absent)");
+  cmd->add_option("--tokenizer", a->tokenizer,
+                  "Tokenizer (and its chat template) from this directory or file instead of the model's (vLLM's flag: "
+                  "a GGUF with its original Hugging Face tokenizer, a checkpoint that ships none)");
   cmd->add_option("--topology", a->topology, "Topology YAML");
   cmd->add_option("--host", a->host, "Address to bind (0.0.0.0 for every interface)")->capture_default_str();
   cmd->add_option("--port", a->port, "Port (0 = any free port)")->capture_default_str()->check(CLI::Range(0, 65535));

@@ -38,6 +38,7 @@
 #include "actors/step_codec.h"
 #include "models/gemma4_image_processor.h"
 #include "models/image_processor.h"
+#include "models/tokenizer.h"
 #include "models/aya_vision_config.h"
 #include "models/idefics3_config.h"
 #include "models/idefics3_image_processor.h"
@@ -964,8 +965,15 @@ Status EngineImpl::start(const EngineOptions& options) {
     loaded[i] = std::move(*one);
     progress = false;
   }
-  BRIGADE_ASSIGN_OR_RETURN(tokenizer_model_, load_model_tokenizer(path));
-  BRIGADE_RETURN_IF_ERROR(load_chat_template(path, options.chat_template));
+  if (options.tokenizer_path.empty()) {
+    BRIGADE_ASSIGN_OR_RETURN(tokenizer_model_, load_model_tokenizer(path));
+    BRIGADE_RETURN_IF_ERROR(load_chat_template(path, options.chat_template));
+  } else {  // vLLM's --tokenizer: it must be there
+    auto tok = Tokenizer::load(options.tokenizer_path);
+    if (!tok) return Status(tok.status().code(), "tokenizer " + options.tokenizer_path + ": " + tok.status().message());
+    tokenizer_model_ = std::shared_ptr<const Tokenizer>(std::move(*tok));
+    BRIGADE_RETURN_IF_ERROR(load_chat_template(options.tokenizer_path, options.chat_template));
+  }
 
   auto frontend = spawn_frontend(system_, registry_);
   ImageMarkers markers;  // from the first local instance that takes images

@@ -377,6 +377,10 @@ Status check_generates(const ModelSummary& model);
 
 struct EngineOptions {
   std::string model_path;  // overrides topology.model when non-empty
+  // vLLM's --tokenizer: the tokenizer (and the chat template its tokenizer_config.json holds) from
+  // this directory or file instead of the model's: a GGUF served with its original Hugging Face
+  // tokenizer, a checkpoint that ships none. Empty: the model's.
+  std::string tokenizer_path;
   TopologyConfig topology = default_topology();
   // Makes the executor's backend; unset: from the topology's device (cpu, cuda). Lets an embedding
   // application bring its own Backend (tests and benchmarks use a no-op backend this way).

@@ -394,6 +394,55 @@ TEST_F(SyntheticEngine, TextPromptStreamsCompleteText) {
   EXPECT_GT(c->prompt_tokens, 1);
 }
 
+// EngineOptions::tokenizer_path (vLLM's --tokenizer): a copy of the model without its tokenizer
+// files has no tokenizer (text prompts and chat refused); given the original directory's, it
+// tokenizes, templates chats and generates what the original does; a path without a tokenizer
+// fails the start naming it.
+TEST_F(SyntheticEngine, TokenizerFromAnotherDirectory) {
+  const fs::path bare = fs::temp_directory_path() / ("brigade_engine_bare_" + std::to_string(::getpid()));
+  fs::remove_all(bare);
+  fs::create_directories(bare);
+  for (const char* f : {"config.json", "model.safetensors"}) fs::copy_file(dir_ / f, bare / f);
+  GenerateOptions r;
+  r.prompt = "Hello, world";
+  r.max_tokens = 6;
+  r.sampling.temperature = 0.0f;
+  r.ignore_eos = true;
+  {
+    auto none = Engine::create(small_options(bare.string()));
+    ASSERT_TRUE(none.has_value()) << none.status().to_string();
+    EXPECT_FALSE((*none)->model().has_tokenizer);
+    EXPECT_FALSE((*none)->generate(r).has_value());
+  }
+  auto original = Engine::create(small_options(dir_.string()));
+  ASSERT_TRUE(original.has_value());
+  auto want = (*original)->generate(r);
+  ASSERT_TRUE(want.has_value()) << want.status().to_string();
+  const auto want_chat = (*original)->format_chat({{"user", "hi"}}, {}, true);
+  ASSERT_TRUE(want_chat.has_value()) << want_chat.status().to_string();
+  original->reset();
+
+  EngineOptions o = small_options(bare.string());
+  o.tokenizer_path = dir_.string();
+  auto borrowed = Engine::create(o);
+  ASSERT_TRUE(borrowed.has_value()) << borrowed.status().to_string();
+  EXPECT_TRUE((*borrowed)->model().has_tokenizer);
+  auto got = (*borrowed)->generate(r);
+  ASSERT_TRUE(got.has_value()) << got.status().to_string();
+  EXPECT_EQ(got->token_ids, want->token_ids);
+  EXPECT_EQ(got->prompt_tokens, want->prompt_tokens);
+  auto chat = (*borrowed)->format_chat({{"user", "hi"}}, {}, true);
+  ASSERT_TRUE(chat.has_value()) << chat.status().to_string();
+  EXPECT_EQ(*chat, *want_chat) << "the chat template from the tokenizer's tokenizer_config.json";
+  borrowed->reset();
+
+  o.tokenizer_path = bare.string();
+  auto missing = Engine::create(o);
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_NE(missing.status().message().find("tokenizer " + bare.string()), std::string::npos) << missing.status().message();
+  fs::remove_all(bare);
+}
+
 // A text prompt that is not UTF-8 is refused saying so (by the tokenizer actor), and serving goes on.
 TEST_F(SyntheticEngine, InvalidUtf8PromptIsRefused) {
   auto engine = Engine::create(small_options(dir_.string()));
