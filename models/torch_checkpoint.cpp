@@ -726,7 +726,8 @@ Status build_tensor(const TorchTensorRecord& r, std::span<const uint8_t> storage
   const std::string where = path + ": tensor '" + r.name + "'";
   BRIGADE_ASSIGN_OR_RETURN(StoredType st, stored_type(r.dtype, where));
   BRIGADE_ASSIGN_OR_RETURN(size_t element, storage_element_size(r.storage_type, where));
-  if (storage.size() != static_cast<uint64_t>(r.storage_numel) * element)
+  // (The division first: a forged element count must not wrap the product onto the real size.)
+  if (r.storage_numel < 0 || storage.size() % element != 0 || storage.size() / element != static_cast<uint64_t>(r.storage_numel))
     return corrupt(where + ": its storage '" + r.storage_key + "' holds " + std::to_string(storage.size()) +
                    " bytes but is " + std::to_string(r.storage_numel) + " x " + std::to_string(element) +
                    " bytes (truncated or corrupt file)");

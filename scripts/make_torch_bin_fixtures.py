@@ -29,7 +29,8 @@ older repositories hold, and a few small files of every storage type and of what
                      unsupported_dtype.bin (an int16 tensor); and the refused pickles:
                      system_call.bin (a value whose __reduce__ is os.system), module.bin (a whole
                      nn.Linear), nested.bin ({"model": state_dict, "step": 3}), subclass_float.bin
-                     (tensors, plus a float value that is not one)
+                     (tensors, plus a float value that is not one), forged_size.bin (a storage
+                     whose claimed size wraps onto its record's: make_forged_size)
 
 Every checkpoint directory is checked here: transformers 5's from_pretrained loads it (torch.load
 with weights_only=True) and gives the logits of the source fixture's expected.json, which the C++
@@ -149,6 +150,28 @@ class SystemCall:
         return (os.system, ("echo this command must never run",))
 
 
+def make_forged_size(d):
+    """forged_size.bin: a stored ZIP in torch's layout whose pickle (written by hand, protocol 2)
+    says its one DoubleStorage holds 2**61 + 6 elements; 8 bytes each wrap modulo 2**64 to the 48
+    bytes the record holds. torch.load refuses it too."""
+    import struct
+    import zipfile
+    n = 2 ** 61 + 6
+    big = b"\x8a\x08" + struct.pack("<Q", n)  # LONG1 of 8 bytes
+    pickle = (b"\x80\x02}X\x01\x00\x00\x00w" b"ctorch._utils\n_rebuild_tensor_v2\n("
+              b"(X\x07\x00\x00\x00storage" b"ctorch\nDoubleStorage\nX\x01\x00\x00\x000X\x03\x00\x00\x00cpu"
+              + big + b"tQK\x00" + big + b"\x85K\x01\x85\x89}tRs.")
+    with zipfile.ZipFile(d / "forged_size.bin", "w", zipfile.ZIP_STORED) as z:
+        z.writestr("forged_size/data.pkl", pickle)
+        z.writestr("forged_size/byteorder", "little")
+        z.writestr("forged_size/data/0", bytes(48))
+    try:
+        torch.load(d / "forged_size.bin", weights_only=True)
+    except Exception:  # noqa: BLE001
+        return
+    raise AssertionError("torch.load read forged_size.bin")
+
+
 def make_misc():
     d = OUT / "torch_bin_misc"
     if d.exists():
@@ -201,6 +224,7 @@ def make_misc():
         assert list(back) == list(saved), good
         for name, t in saved.items():
             assert torch.equal(back[name].float(), t.float()), (good, name)
+    make_forged_size(d)
     print(f"{d.name}: {sorted(p.name for p in d.iterdir())}")
 
 

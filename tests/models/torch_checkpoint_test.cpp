@@ -342,6 +342,16 @@ TEST_F(TorchBinFiles, TruncatedAtSeveralPoints) {
   }
 }
 
+// forged_size.bin (scripts/make_torch_bin_fixtures.py): a stored ZIP whose pickle claims its one
+// DoubleStorage holds 2^61 + 6 elements, so that 8 bytes each wrap to the 48 its record holds: refused,
+// not read past the record.
+TEST(TorchCheckpoint, ForgedStorageSizeIsRefused) {
+  std::map<std::string, RawTensor> t;
+  std::vector<std::vector<uint8_t>> d;
+  expect_error(read_file(fixture_dir("torch_bin_misc") + "/forged_size.bin", t, d), StatusCode::corrupt,
+               "holds 48 bytes but is 2305843009213693958 x 8 bytes");
+}
+
 TEST_F(TorchBinFiles, CompressedEntryIsRefusedByName) {
   std::vector<uint8_t> bad = good_;
   const CentralDirectory cd = central_directory(bad);
