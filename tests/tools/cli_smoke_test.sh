@@ -56,6 +56,16 @@ cmp "$dir/plain.txt" "$dir/vllm_flags.txt"
   -tp 2 >"$dir/tp.txt" 2>"$dir/tp.err"
 python3 -c 'import sys; a, b = (open(f).read().split() for f in sys.argv[1:]); assert len(a) == len(b) >= 8, (a, b)' \
   "$dir/plain.txt" "$dir/tp.txt"
+# -dp 2: two copies behind the router, the same greedy tokens; a topology of several instances lists
+# its copies itself.
+"$bin" generate --model "$dir/m" --prompt-ids 1,20,30,40 --max-tokens 8 --temperature 0 --ignore-eos --threads 2 \
+  -dp 2 >"$dir/dp.txt" 2>/dev/null
+cmp "$dir/plain.txt" "$dir/dp.txt"
+if "$bin" generate --model "$dir/m" --prompt-ids 1,2 --max-tokens 2 --threads 2 -dp 2 \
+  --topology "$(dirname "$0")/../../config/two_cpu_instances.yaml" >/dev/null 2>"$dir/dp.err"; then
+  echo "-dp over a topology of two instances should be refused"; exit 1
+fi
+grep -q "copies a topology's one local instance; this topology has 2" "$dir/dp.err"
 if "$bin" generate --model "$dir/m" --prompt-ids 1,2,3,4,5,6,7,8 --max-tokens 4 --max-model-len 8 --threads 1 \
   >/dev/null 2>"$dir/len.err"; then
   echo "a prompt filling --max-model-len should be refused"; exit 1
