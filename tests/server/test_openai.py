@@ -894,3 +894,81 @@ def test_lora_adapters_load_and_unload_at_run_time(lora_client):
         lora_client.completions.create(model="all", prompt=prompt, max_tokens=1)
     with pytest.raises(openai.NotFoundError):
         lora_client.post("/unload_lora_adapter", cast_to=str, body={"lora_name": "all"})
+
+
+def serve_tiny(model, *args):
+    """`brigade serve` on `model` with extra flags; (process, client, the stderr lines before serving)."""
+    proc = subprocess.Popen([BIN, "serve", "--model", model, "--port", "0", "--threads", "1",
+                             "--served-model-name", "tiny", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+    assert match, f"brigade serve did not start: {line!r}"
+    return proc, openai.OpenAI(base_url=f"http://127.0.0.1:{match.group(1)}/v1", api_key="none", max_retries=0,
+                               timeout=60)
+
+
+def stop_tiny(proc):
+    proc.terminate()
+    assert proc.wait(timeout=60) == 0
+    return proc.stderr.read()
+
+
+def test_generation_config_sets_request_defaults_and_eos():
+    """The model's generation_config.json as vLLM's --generation-config auto takes it, through the real
+    client (which sends only the fields given): temperature 0 there makes requests without one greedy,
+    run after run, as an explicit temperature 0; max_new_tokens caps max_tokens; --generation-config
+    vllm keeps temperature 1 (sampled: seeds differ); and an id its eos_token_id adds ends a greedy
+    generation where that token comes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        model = os.path.join(tmp, "tiny")
+        make_tiny_model(model)
+        with open(os.path.join(model, "generation_config.json")) as f:
+            gen = json.load(f)
+        gen.update({"temperature": 0.0, "max_new_tokens": 6})
+        with open(os.path.join(model, "generation_config.json"), "w") as f:
+            json.dump(gen, f)
+        proc, c = serve_tiny(model)
+        try:
+            plain = [c.completions.create(model="tiny", prompt="Once upon a time", max_tokens=20,
+                                          extra_body={"ignore_eos": True}) for _ in range(3)]
+            assert len({p.choices[0].text for p in plain}) == 1
+            assert all(p.usage.completion_tokens == 6 for p in plain)
+            explicit = c.completions.create(model="tiny", prompt="Once upon a time", max_tokens=20, temperature=0,
+                                            extra_body={"ignore_eos": True})
+            assert explicit.choices[0].text == plain[0].choices[0].text
+            chat = [c.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "hi"}],
+                                              extra_body={"ignore_eos": True}) for _ in range(2)]
+            assert chat[0].choices[0].message.content == chat[1].choices[0].message.content
+            assert chat[0].usage.completion_tokens == 6
+            ids = c.completions.create(model="tiny", prompt="Once upon a time", logprobs=0,
+                                       extra_body={"ignore_eos": True, "return_tokens_as_token_ids": True})
+            greedy_ids = [int(t.split(":")[1]) for t in ids.choices[0].logprobs.tokens]
+        finally:
+            log = stop_tiny(proc)
+        assert "default sampling settings from the model's generation_config.json: temperature=0 max_tokens=6" in log
+
+        proc, c = serve_tiny(model, "--generation-config", "vllm")
+        try:
+            texts = {c.completions.create(model="tiny", prompt="Once upon a time", max_tokens=8, seed=s,
+                                          extra_body={"ignore_eos": True}).choices[0].text for s in range(6)}
+            assert len(texts) > 1, "temperature 1: sampled"
+        finally:
+            stop_tiny(proc)
+
+        # The third greedy token as an EOS id of generation_config.json: the generation stops there.
+        third = greedy_ids[2]
+        assert third not in greedy_ids[:2]
+        gen["eos_token_id"] = [gen["eos_token_id"], third] if isinstance(gen["eos_token_id"], int) else \
+            gen["eos_token_id"] + [third]
+        with open(os.path.join(model, "generation_config.json"), "w") as f:
+            json.dump(gen, f)
+        proc, c = serve_tiny(model)
+        try:
+            r = c.completions.create(model="tiny", prompt="Once upon a time", logprobs=0,
+                                     extra_body={"return_tokens_as_token_ids": True})
+            assert r.choices[0].finish_reason == "stop"
+            assert [int(t.split(":")[1]) for t in r.choices[0].logprobs.tokens][:2] == greedy_ids[:2]
+            assert r.usage.completion_tokens <= 3
+        finally:
+            stop_tiny(proc)
