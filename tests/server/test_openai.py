@@ -896,7 +896,7 @@ def test_lora_adapters_load_and_unload_at_run_time(lora_client):
         lora_client.post("/unload_lora_adapter", cast_to=str, body={"lora_name": "all"})
 
 
-def serve_tiny(model, *args):
+def start_tiny_server(model, *args):
     """`brigade serve` on `model` with extra flags; (process, client, the stderr lines before serving)."""
     proc = subprocess.Popen([BIN, "serve", "--model", model, "--port", "0", "--threads", "1",
                              "--served-model-name", "tiny", *args],
@@ -908,7 +908,7 @@ def serve_tiny(model, *args):
                                timeout=60)
 
 
-def stop_tiny(proc):
+def stop_tiny_server(proc):
     proc.terminate()
     assert proc.wait(timeout=60) == 0
     return proc.stderr.read()
@@ -928,7 +928,7 @@ def test_generation_config_sets_request_defaults_and_eos():
         gen.update({"temperature": 0.0, "max_new_tokens": 6})
         with open(os.path.join(model, "generation_config.json"), "w") as f:
             json.dump(gen, f)
-        proc, c = serve_tiny(model)
+        proc, c = start_tiny_server(model)
         try:
             plain = [c.completions.create(model="tiny", prompt="Once upon a time", max_tokens=20,
                                           extra_body={"ignore_eos": True}) for _ in range(3)]
@@ -945,16 +945,16 @@ def test_generation_config_sets_request_defaults_and_eos():
                                        extra_body={"ignore_eos": True, "return_tokens_as_token_ids": True})
             greedy_ids = [int(t.split(":")[1]) for t in ids.choices[0].logprobs.tokens]
         finally:
-            log = stop_tiny(proc)
+            log = stop_tiny_server(proc)
         assert "default sampling settings from the model's generation_config.json: temperature=0 max_tokens=6" in log
 
-        proc, c = serve_tiny(model, "--generation-config", "vllm")
+        proc, c = start_tiny_server(model, "--generation-config", "vllm")
         try:
             texts = {c.completions.create(model="tiny", prompt="Once upon a time", max_tokens=8, seed=s,
                                           extra_body={"ignore_eos": True}).choices[0].text for s in range(6)}
             assert len(texts) > 1, "temperature 1: sampled"
         finally:
-            stop_tiny(proc)
+            stop_tiny_server(proc)
 
         # The third greedy token as an EOS id of generation_config.json: the generation stops there.
         third = greedy_ids[2]
@@ -963,7 +963,7 @@ def test_generation_config_sets_request_defaults_and_eos():
             gen["eos_token_id"] + [third]
         with open(os.path.join(model, "generation_config.json"), "w") as f:
             json.dump(gen, f)
-        proc, c = serve_tiny(model)
+        proc, c = start_tiny_server(model)
         try:
             r = c.completions.create(model="tiny", prompt="Once upon a time", logprobs=0,
                                      extra_body={"return_tokens_as_token_ids": True})
@@ -971,4 +971,4 @@ def test_generation_config_sets_request_defaults_and_eos():
             assert [int(t.split(":")[1]) for t in r.choices[0].logprobs.tokens][:2] == greedy_ids[:2]
             assert r.usage.completion_tokens <= 3
         finally:
-            stop_tiny(proc)
+            stop_tiny_server(proc)
