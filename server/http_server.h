@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "brigade/engine.h"
 #include "core/status.h"
@@ -25,6 +26,9 @@ struct ServerOptions {
   int port = 8000;                 // 0 = an ephemeral port (see HttpServer::port())
   std::string api_key;             // empty = no authentication
   std::string model_name = "brigade";  // the id in /v1/models and in responses
+  // vLLM's further --served-model-name names: /v1/models lists each beside model_name, and a
+  // request naming one runs the base model (its responses say model_name, as vLLM's first name).
+  std::vector<std::string> model_aliases;
   int n_threads = 2;                   // I/O threads (connections are multiplexed on them)
   size_t max_body_bytes = 4u << 20;    // larger bodies are answered 413
   // Chat answers split `<think>` blocks into reasoning_content (server/reasoning_parser.h):

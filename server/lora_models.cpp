@@ -1,5 +1,6 @@
 #include "server/lora_models.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "server/openai_format.h"
@@ -23,11 +24,18 @@ Status select_lora(const std::string& served_name, const std::vector<LoraModule>
 }
 
 std::string models_body_with_loras(const std::string& served_name, int64_t created, int max_context,
-                                   const std::vector<LoraModule>& loras) {
+                                   const std::vector<LoraModule>& loras, const std::vector<std::string>& aliases) {
   const std::string base = models_body(served_name, created, max_context);
-  if (loras.empty()) return base;
+  if (loras.empty() && aliases.empty()) return base;
   nlohmann::json body = nlohmann::json::parse(base);
   nlohmann::json& data = body["data"];
+  for (const std::string& alias : aliases) {  // the base model under its other names
+    nlohmann::json same = data.at(0);
+    same["id"] = alias;
+    if (!loras.empty()) same["parent"] = nullptr;
+    data.push_back(std::move(same));
+  }
+  if (loras.empty()) return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   nlohmann::json entry = data.at(0);
   entry["parent"] = nullptr;
   data[0] = entry;
@@ -54,7 +62,8 @@ SimpleResponse lora_update_route(ServerContext& ctx, std::string_view body, bool
   if (load && (name.empty() || path.empty()))
     return fail(400, invalid_argument("Both 'lora_name' and 'lora_path' must be provided (non-empty strings)"));
   if (!load && name.empty()) return fail(400, invalid_argument("'lora_name' must be provided (a non-empty string)"));
-  if (load && name == ctx.options.model_name)
+  const auto& aliases = ctx.options.model_aliases;
+  if (load && (name == ctx.options.model_name || std::find(aliases.begin(), aliases.end(), name) != aliases.end()))
     return fail(400, invalid_argument("'" + name + "' is the served model's name; give the adapter another"));
   auto inplace = j.find("load_inplace");
   if (inplace != j.end() && !inplace->is_boolean())

@@ -31,9 +31,10 @@ Status select_lora(const std::string& served_name, const std::vector<LoraModule>
 // are read and uploaded.
 SimpleResponse lora_update_route(ServerContext& ctx, std::string_view body, bool load);
 
-// GET /v1/models: the base (models_body) followed by one entry per adapter, vLLM's shape
-// ({"id": name, "root": path, "parent": served_name, ...}).
+// GET /v1/models: the base (models_body), the base again under each further served name
+// (`aliases`), then one entry per adapter, vLLM's shape ({"id": name, "root": path, "parent":
+// served_name, ...}).
 std::string models_body_with_loras(const std::string& served_name, int64_t created, int max_context,
-                                   const std::vector<LoraModule>& loras);
+                                   const std::vector<LoraModule>& loras, const std::vector<std::string>& aliases = {});
 
 }  // namespace brigade::server

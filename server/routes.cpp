@@ -318,7 +318,7 @@ Routed route(ServerContext& ctx, const HttpRequestView& req) {
     if (!get) return error_response(405, "/v1/models takes GET", StatusCode::invalid_argument);
     return SimpleResponse{200, "application/json",
                           models_body_with_loras(ctx.options.model_name, ctx.created, ctx.engine.model().max_context,
-                                                 ctx.engine.loras())};
+                                                 ctx.engine.loras(), ctx.options.model_aliases)};
   }
   if (ctx.options.allow_runtime_lora_updating &&
       (path == "/v1/load_lora_adapter" || path == "/v1/unload_lora_adapter")) {
@@ -394,6 +394,8 @@ Routed route(ServerContext& ctx, const HttpRequestView& req) {
     if (Status st = check_request_id(req.request_id); !st.is_ok()) return fail(Status(st.code(), "X-Request-Id: " + st.message()));
     parsed->request_id = std::string(req.request_id);
   }
+  const auto& aliases = ctx.options.model_aliases;  // another served name of the base model
+  if (std::find(aliases.begin(), aliases.end(), parsed->model) != aliases.end()) parsed->model = ctx.options.model_name;
   if (auto st = select_lora(ctx.options.model_name, ctx.engine.loras(), ctx.engine.model().max_loras > 0, *parsed);
       !st.is_ok())
     return error_response(400, st.message(), st.code());

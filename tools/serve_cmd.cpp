@@ -30,7 +30,7 @@ struct ServeArgs {
   std::string host = "127.0.0.1";
   int port = 8000;
   std::string api_key;
-  std::string served_model_name;
+  std::vector<std::string> served_model_names;  // vLLM's --served-model-name NAME [NAME ...]
   std::string chat_template;
   std::string reasoning_parser = "none";
   std::string reasoning_config;  // vLLM's --reasoning-config JSON (reasoning_end_str)
@@ -157,7 +157,8 @@ int run_serve(const ServeArgs& a) {
   so.allow_cache_reset = a.allow_cache_reset || env_flag("VLLM_SERVER_DEV_MODE");
   so.return_tokens_as_token_ids = a.return_tokens_as_token_ids;
   so.trust_request_chat_template = a.trust_request_chat_template;
-  so.model_name = a.served_model_name.empty() ? std::filesystem::path(*model).filename().string() : a.served_model_name;
+  so.model_name = a.served_model_names.empty() ? std::filesystem::path(*model).filename().string() : a.served_model_names.front();
+  if (a.served_model_names.size() > 1) so.model_aliases.assign(a.served_model_names.begin() + 1, a.served_model_names.end());
   if (so.model_name.empty()) so.model_name = "brigade";
   auto server = server::HttpServer::start(**engine, so);
   if (!server) return fail(server.status());
@@ -195,7 +196,9 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--host", a->host, "Address to bind (0.0.0.0 for every interface)")->capture_default_str();
   cmd->add_option("--port", a->port, "Port (0 = any free port)")->capture_default_str()->check(CLI::Range(0, 65535));
   cmd->add_option("--api-key", a->api_key, "Require 'Authorization: Bearer KEY' on /v1/*");
-  cmd->add_option("--served-model-name", a->served_model_name, "Model id in responses (default: the model folder name)");
+  cmd->add_option("--served-model-name", a->served_model_names,
+                  "Model id in responses (default: the model folder name); further names are accepted in requests and "
+                  "listed by /v1/models, as vLLM's");
   cmd->add_option("--chat-template", a->chat_template,
                   "Chat template for /v1/chat/completions instead of the model's own: a Jinja file (as vLLM's), "
                   "or a built-in family (llama-2, llama-3, chatml, deepseek, harmony)");

@@ -630,6 +630,30 @@ TEST(ServerAuth, ApiKeyRequiredOnV1) {
   s.server.reset();
 }
 
+// vLLM's further --served-model-name names: /v1/models lists the base under each, and a request
+// naming one runs the base model (the response names the first).
+TEST(ServerModelNames, AliasesServeTheBaseModel) {
+  ServerOptions o;
+  o.model_aliases = {"tiny-alias", "another"};
+  Served s = serve(o);
+  auto models = http_request(kHost, s.port, {"GET", "/v1/models", "", ""});
+  ASSERT_TRUE(models.has_value());
+  std::vector<std::string> ids;
+  ASSERT_EQ(models->status, 200) << models->body;
+  const json listed = json::parse(models->body);
+  for (const auto& m : listed["data"]) ids.push_back(m["id"].get<std::string>());
+  EXPECT_EQ(ids, (std::vector<std::string>{"tiny", "tiny-alias", "another"}));
+  json body = greedy("Once upon a time", 4);
+  const auto base = http_request(kHost, s.port, {"POST", "/v1/completions", body.dump(), ""});
+  body["model"] = "tiny-alias";
+  const auto alias = http_request(kHost, s.port, {"POST", "/v1/completions", body.dump(), ""});
+  ASSERT_TRUE(base.has_value() && alias.has_value());
+  ASSERT_EQ(alias->status, 200) << alias->body;
+  EXPECT_EQ(json::parse(alias->body)["model"], "tiny");
+  EXPECT_EQ(json::parse(alias->body)["choices"][0]["text"], json::parse(base->body)["choices"][0]["text"]);
+  s.server.reset();
+}
+
 // The model's generation_config as request defaults (vLLM's --generation-config auto): with
 // temperature 0 there, requests that leave temperature out are greedy (the same text as an explicit
 // temperature 0, run after run); a request's own temperature wins; max_new_tokens caps max_tokens.
