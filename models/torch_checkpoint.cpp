@@ -948,24 +948,28 @@ Status read_torch_checkpoint(const std::shared_ptr<MappedFile>& file, std::map<s
   return corrupt(file->path() + ": not a torch.save checkpoint (neither a ZIP archive nor the legacy stream)");
 }
 
+std::string weights_file_path(const std::string& dir, const std::string& safetensors_name, const std::string& torch_name) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path st = fs::path(dir) / safetensors_name;
+  return (fs::exists(st, ec) ? st : fs::path(dir) / torch_name).string();
+}
+
 Expected<std::shared_ptr<MappedFile>> read_weights_file(const std::string& dir, const std::string& safetensors_name,
                                                         const std::string& torch_name,
                                                         std::map<std::string, RawTensor>& out,
                                                         std::vector<std::vector<uint8_t>>& derived) {
-  namespace fs = std::filesystem;
+  const std::string path = weights_file_path(dir, safetensors_name, torch_name);
   std::error_code ec;
-  const fs::path st = fs::path(dir) / safetensors_name, bin = fs::path(dir) / torch_name;
-  if (fs::exists(st, ec)) {
-    BRIGADE_ASSIGN_OR_RETURN(auto file, MappedFile::open(st.string()));
+  if (!std::filesystem::exists(path, ec))
+    return not_found(dir + ": no " + safetensors_name + " or " + torch_name + " in the directory");
+  BRIGADE_ASSIGN_OR_RETURN(auto file, MappedFile::open(path));
+  if (path.ends_with(".safetensors")) {
     BRIGADE_RETURN_IF_ERROR(read_safetensors(file, out));
-    return file;
-  }
-  if (fs::exists(bin, ec)) {
-    BRIGADE_ASSIGN_OR_RETURN(auto file, MappedFile::open(bin.string()));
+  } else {
     BRIGADE_RETURN_IF_ERROR(read_torch_checkpoint(file, out, derived));
-    return file;
   }
-  return not_found(dir + ": no " + safetensors_name + " or " + torch_name + " in the directory");
+  return file;
 }
 
 }  // namespace brigade

@@ -63,6 +63,10 @@ Expected<std::vector<TorchTensorRecord>> unpickle_state_dict(std::span<const uin
 Status read_torch_checkpoint(const std::shared_ptr<MappedFile>& file, std::map<std::string, RawTensor>& out,
                              std::vector<std::vector<uint8_t>>& derived);
 
+// The weights file read_weights_file reads in `dir`: `safetensors_name` when it exists, else
+// `torch_name` (whether or not that exists).
+std::string weights_file_path(const std::string& dir, const std::string& safetensors_name, const std::string& torch_name);
+
 // A single-file weights in `dir`: `safetensors_name` when it exists, else `torch_name` (torch.save;
 // `derived` as above), else not_found naming both. Adds its tensors to `out` and returns the mapped
 // file, which the tensors view (as they view `derived`): keep both while the tensors are used.

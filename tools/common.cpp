@@ -20,6 +20,7 @@
 #include "cpu/openblas_core.h"
 
 namespace brigade::tools {
+namespace {
 
 Expected<int> parse_model_len(const std::string& text) {
   // vLLM's human-readable lengths: k / m / g are powers of 1000, K / M / G of 1024.
@@ -38,6 +39,8 @@ Expected<int> parse_model_len(const std::string& text) {
     return invalid_argument("--max-model-len: " + text + " is out of range [1, 2^31)");
   return static_cast<int>(n);
 }
+
+}  // namespace
 
 Expected<VllmEngineFlags> vllm_engine_flags(const ExecutorFlags& flags) {
   VllmEngineFlags v;

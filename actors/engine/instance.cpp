@@ -21,6 +21,7 @@
 #include "models/model_config.h"
 #include "models/qwen_vision.h"
 #include "models/state_space.h"
+#include "models/torch_checkpoint.h"
 #ifdef BRIGADE_HAVE_CUDA
 #include "gpu/cuda_backend.h"
 #include "gpu/roofline.h"
@@ -216,11 +217,9 @@ BlobTransport pd_transport(const TopologyConfig& topology, bool in_node) {
 
 std::string lora_identity(const LoraModule& m) {
   const std::filesystem::path dir(m.path);
-  // The weights are adapter_model.safetensors or, without it, adapter_model.bin (read_lora_adapter).
-  std::error_code ec;
-  const char* weights = std::filesystem::exists(dir / "adapter_model.safetensors", ec) ? "adapter_model.safetensors"
-                                                                                       : "adapter_model.bin";
-  return "lora|" + file_identity(dir / "adapter_config.json") + '|' + file_identity(dir / weights);
+  // The file read_lora_adapter reads: adapter_model.safetensors or, without it, adapter_model.bin.
+  const std::string weights = weights_file_path(m.path, "adapter_model.safetensors", "adapter_model.bin");
+  return "lora|" + file_identity(dir / "adapter_config.json") + '|' + file_identity(weights);
 }
 
 int rank_threads(const ExecutorConfig& exe, int n_cpu_ranks) {

@@ -575,16 +575,28 @@ def tool_client():
     yield from serve_tiny(model, tmp)
 
 
-def serve_tiny(model, tmp, *args):
-    """`brigade serve` on `model` as "tiny" with `args`: yields an openai client, then stops it and
-    removes `tmp`."""
+def start_tiny_server(model, *args, stderr=None):
+    """`brigade serve` on `model` as "tiny" with `args` (its stderr to `stderr`, a file, when given):
+    (the process, an openai client)."""
     proc = subprocess.Popen([BIN, "serve", "--model", model, "--port", "0", "--threads", "1",
-                             "--served-model-name", "tiny", *args], stdout=subprocess.PIPE, text=True)
-    match = re.search(r"http://127\.0\.0\.1:(\d+)", proc.stdout.readline())
-    assert match
-    yield openai.OpenAI(base_url=f"http://127.0.0.1:{match.group(1)}/v1", api_key="none", max_retries=0, timeout=60)
+                             "--served-model-name", "tiny", *args], stdout=subprocess.PIPE, stderr=stderr, text=True)
+    line = proc.stdout.readline()
+    match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+    assert match, f"brigade serve did not start: {line!r}"
+    return proc, openai.OpenAI(base_url=f"http://127.0.0.1:{match.group(1)}/v1", api_key="none", max_retries=0,
+                               timeout=60)
+
+
+def stop_tiny_server(proc):
     proc.terminate()
     assert proc.wait(timeout=60) == 0
+
+
+def serve_tiny(model, tmp, *args):
+    """start_tiny_server as a fixture: yields its client, then stops it and removes `tmp`."""
+    proc, client = start_tiny_server(model, *args)
+    yield client
+    stop_tiny_server(proc)
     tmp.cleanup()
 
 
@@ -896,24 +908,6 @@ def test_lora_adapters_load_and_unload_at_run_time(lora_client):
         lora_client.post("/unload_lora_adapter", cast_to=str, body={"lora_name": "all"})
 
 
-def start_tiny_server(model, *args):
-    """`brigade serve` on `model` with extra flags; (process, client, the stderr lines before serving)."""
-    proc = subprocess.Popen([BIN, "serve", "--model", model, "--port", "0", "--threads", "1",
-                             "--served-model-name", "tiny", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
-    assert match, f"brigade serve did not start: {line!r}"
-    return proc, openai.OpenAI(base_url=f"http://127.0.0.1:{match.group(1)}/v1", api_key="none", max_retries=0,
-                               timeout=60)
-
-
-def stop_tiny_server(proc):
-    proc.terminate()
-    assert proc.wait(timeout=60) == 0
-    return proc.stderr.read()
-
-
 def test_generation_config_sets_request_defaults_and_eos():
     """The model's generation_config.json as vLLM's --generation-config auto takes it, through the real
     client (which sends only the fields given): temperature 0 there makes requests without one greedy,
@@ -928,7 +922,9 @@ def test_generation_config_sets_request_defaults_and_eos():
         gen.update({"temperature": 0.0, "max_new_tokens": 6})
         with open(os.path.join(model, "generation_config.json"), "w") as f:
             json.dump(gen, f)
-        proc, c = start_tiny_server(model)
+        log_path = os.path.join(tmp, "serve.log")
+        with open(log_path, "w") as log_file:
+            proc, c = start_tiny_server(model, stderr=log_file)
         try:
             plain = [c.completions.create(model="tiny", prompt="Once upon a time", max_tokens=20,
                                           extra_body={"ignore_eos": True}) for _ in range(3)]
@@ -945,7 +941,9 @@ def test_generation_config_sets_request_defaults_and_eos():
                                        extra_body={"ignore_eos": True, "return_tokens_as_token_ids": True})
             greedy_ids = [int(t.split(":")[1]) for t in ids.choices[0].logprobs.tokens]
         finally:
-            log = stop_tiny_server(proc)
+            stop_tiny_server(proc)
+        with open(log_path) as f:
+            log = f.read()
         assert "default sampling settings from the model's generation_config.json: temperature=0 max_tokens=6" in log
 
         proc, c = start_tiny_server(model, "--generation-config", "vllm")
