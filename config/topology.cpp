@@ -200,6 +200,7 @@ Status parse_executors(const YAML::Node& e, const std::string& where, std::vecto
                                 .read("tp", ex.tp)
                                 .read("expert_parallel", ex.expert_parallel)
                                 .read("step_path", ex.step_path)
+                                .read("cuda_graphs", ex.cuda_graphs)
                                 .read("weights", ex.weights)
                                 .read("roofline", ex.roofline)
                                 .status());

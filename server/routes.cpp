@@ -375,6 +375,7 @@ Routed route(ServerContext& ctx, const HttpRequestView& req) {
   Expected<CompletionRequest> parsed = invalid_argument("unreachable");
   ParseLimits limits;
   limits.defaults = ctx.options.generation_defaults;
+  limits.max_logprobs = ctx.engine.model().max_logprobs;
   if (responses) {
     // The Responses API is a view of chat (server/responses_request.h).
     const auto body = nlohmann::ordered_json::parse(req.body, nullptr, /*allow_exceptions=*/false);

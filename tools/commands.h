@@ -32,6 +32,8 @@ struct ExecutorFlags {
   std::string dtype;               // --dtype: weights (auto, bfloat16, float32)
   bool enable_prefix_caching = false, no_enable_prefix_caching = false;  // cache.radix
   bool enable_chunked_prefill = false, no_enable_chunked_prefill = false;  // scheduler.chunked_prefill
+  bool enforce_eager = false;      // --enforce-eager: executor cuda_graphs false
+  bool trust_remote_code = false;  // --trust-remote-code: accepted; brigade runs no code from a checkpoint
 };
 // Registers --device, --weights, --speculative-config, --mm-processor-kwargs,
 // --max-num-batched-tokens and vLLM's engine flags above on `cmd`.

@@ -119,6 +119,12 @@ void add_executor_flags(CLI::App* cmd, ExecutorFlags& flags) {
   cmd->add_flag("--enable-chunked-prefill", flags.enable_chunked_prefill, "Prompts in chunks beside decodes (the default)");
   cmd->add_flag("--no-enable-chunked-prefill", flags.no_enable_chunked_prefill,
                 "Prompts whole, in prefill-only steps (scheduler.chunked_prefill false)");
+  cmd->add_flag("--enforce-eager", flags.enforce_eager,
+                "Decode steps op by op instead of replayed CUDA Graphs (vLLM's flag; executor cuda_graphs false); "
+                "no effect on the CPU");
+  cmd->add_flag("--trust-remote-code", flags.trust_remote_code,
+                "Accepted for vLLM compatibility: brigade runs no Python from a checkpoint (an architecture it does "
+                "not implement natively is refused by name either way)");
   cmd->add_option("--mm-processor-kwargs", flags.mm_processor_kwargs,
                   "Image processor settings, as vLLM's flag: JSON with min_pixels and/or max_pixels, the bounds of a "
                   "Qwen2-VL / Qwen2.5-VL image's pixels after resizing (default: the model's preprocessor_config.json, "
@@ -162,6 +168,7 @@ Status apply_executor_flags(const ExecutorFlags& flags, EngineOptions& options) 
     if (!v.weights.empty()) ex.weights = v.weights;
     if (v.prefix_caching) inst.cache.radix = *v.prefix_caching;
     if (v.chunked_prefill) inst.scheduler.chunked_prefill = *v.chunked_prefill;
+    if (flags.enforce_eager) ex.cuda_graphs = false;
   }
   if (flags.data_parallel_size > 1) {
     auto& insts = options.topology.instances;
@@ -217,7 +224,8 @@ Expected<std::unique_ptr<NodeLauncher>> launch_nodes(bool launch, const std::str
   for (const auto& [on, name] : {std::pair{flags.enable_prefix_caching, "--enable-prefix-caching"},
                                  std::pair{flags.no_enable_prefix_caching, "--no-enable-prefix-caching"},
                                  std::pair{flags.enable_chunked_prefill, "--enable-chunked-prefill"},
-                                 std::pair{flags.no_enable_chunked_prefill, "--no-enable-chunked-prefill"}})
+                                 std::pair{flags.no_enable_chunked_prefill, "--no-enable-chunked-prefill"},
+                                 std::pair{flags.enforce_eager, "--enforce-eager"}})
     if (on) lo.node_args.push_back(name);
   return NodeLauncher::start(options.topology, std::move(lo));
 }

@@ -24,6 +24,7 @@ namespace {
 
 struct ServeArgs {
   std::string model;
+  std::string model_tag;  // vLLM's positional `serve MODEL`, the same as --model
   std::string tokenizer;  // vLLM's --tokenizer (EngineOptions::tokenizer_path); empty: the model's
   std::string topology;
   bool launch_nodes = false;
@@ -53,6 +54,8 @@ struct ServeArgs {
   bool trust_request_chat_template = false;
   std::string generation_config = "auto";  // vLLM's --generation-config: auto | vllm | DIR
   std::string override_generation_config;  // vLLM's --override-generation-config JSON
+  std::optional<uint64_t> seed;            // vLLM's --seed (EngineOptions::seed)
+  int max_logprobs = 20;                   // vLLM's --max-logprobs (EngineOptions::max_logprobs)
 };
 
 // vLLM's switch for the runtime adapter routes is an environment variable.
@@ -111,8 +114,12 @@ int run_serve(const ServeArgs& a) {
     pooling = *p;
   }
 
-  auto options = engine_options(a.topology, a.model, a.threads, /*default_model=*/true);
+  if (!a.model_tag.empty() && !a.model.empty() && a.model_tag != a.model)
+    return fail(invalid_argument("the model is given twice, as '" + a.model_tag + "' and --model " + a.model + "; give one"));
+  auto options = engine_options(a.topology, a.model.empty() ? a.model_tag : a.model, a.threads, /*default_model=*/true);
   if (!options) return fail(options.status());
+  options->seed = a.seed;
+  options->max_logprobs = a.max_logprobs;
   options->tokenizer_path = a.tokenizer;
   options->pooling = pooling;
   if (!a.normalize.empty()) options->normalize_embeddings = a.normalize == "true";
@@ -188,6 +195,7 @@ int run_serve(const ServeArgs& a) {
 void add_serve_command(CLI::App& app, std::function<int()>& run) {
   auto* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (completions, chat, models, metrics)");
   auto a = std::make_shared<ServeArgs>();
+  cmd->add_option("model", a->model_tag, "Checkpoint, as vLLM's `serve MODEL` (the same as --model)");
   cmd->add_option("--model", a->model, "Checkpoint (default: the synthetic 100M model, made when absent)");
   cmd->add_option("--tokenizer", a->tokenizer,
                   "Tokenizer (and its chat template) from this directory or file instead of the model's (vLLM's flag: "
@@ -276,6 +284,13 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
       ->capture_default_str();
   cmd->add_option("--override-generation-config", a->override_generation_config,
                   "JSON object over --generation-config's settings, e.g. '{\"temperature\": 0.5}'");
+  cmd->add_option("--seed", a->seed,
+                  "Seeds the draw of every request's seed that gives none (vLLM's flag): the same requests in the same "
+                  "order after a restart sample the same tokens (default: a random seed at each start)");
+  cmd->add_option("--max-logprobs", a->max_logprobs,
+                  "Most top logprobs a request may ask for, logprobs / top_logprobs / prompt_logprobs (vLLM's flag; "
+                  "-1 = the whole vocabulary)")
+      ->capture_default_str()->check(CLI::Range(-1, 1 << 30));
   cmd->add_option("--io-threads", a->io_threads, "HTTP I/O threads")->capture_default_str()->check(CLI::Range(1, 64));
   cmd->callback([a, &run] { run = [a] { return run_serve(*a); }; });
 }

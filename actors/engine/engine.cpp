@@ -189,6 +189,13 @@ Status validate_labels(const std::vector<std::pair<std::string, std::string>>& l
   return Status::ok();
 }
 
+// A request's top-logprob count against the engine's limit (EngineOptions::max_logprobs).
+Status check_logprobs(const char* field, int n, const ModelSummary& m) {
+  if (n <= m.max_logprobs) return Status::ok();
+  return invalid_argument(std::string(field) + " must be at most " + std::to_string(m.max_logprobs) + " (got " +
+                          std::to_string(n) + "; the server's --max-logprobs)");
+}
+
 Status validate_request(const GenerateOptions& r, const ModelSummary& m) {
   BRIGADE_RETURN_IF_ERROR(check_generates(m));
   if (r.max_tokens < 1 && !(r.max_tokens == 0 && r.prompt_logprobs >= 0))
@@ -241,9 +248,8 @@ Status validate_request(const GenerateOptions& r, const ModelSummary& m) {
                             std::to_string(r.truncate_prompt_tokens) + ")");
   if (r.truncate_prompt_tokens > 0 && !r.images.empty())
     return unsupported("truncate_prompt_tokens with images is not supported: a cut could split an image's tokens");
-  if (r.logprobs > 20) return invalid_argument("logprobs must be at most 20 (got " + std::to_string(r.logprobs) + ")");
-  if (r.prompt_logprobs > 20)
-    return invalid_argument("prompt_logprobs must be at most 20 (got " + std::to_string(r.prompt_logprobs) + ")");
+  BRIGADE_RETURN_IF_ERROR(check_logprobs("logprobs", r.logprobs, m));
+  BRIGADE_RETURN_IF_ERROR(check_logprobs("prompt_logprobs", r.prompt_logprobs, m));
   if (r.prompt_ids.empty() && r.prompt.empty()) return invalid_argument("the prompt is empty: give text or token ids");
   BRIGADE_RETURN_IF_ERROR(validate_output_format(r, m.has_tokenizer));
   BRIGADE_RETURN_IF_ERROR(validate_reasoning_ids(r, m.vocab_size));
@@ -272,7 +278,7 @@ Status validate_beam_request(const BeamSearchOptions& r, const ModelSummary& m) 
   if (r.beam_width < 1 || r.beam_width > kMaxBeamWidth)
     return invalid_argument("the beam width must be in [1, " + std::to_string(kMaxBeamWidth) + "] (got " +
                             std::to_string(r.beam_width) + ")");
-  if (r.logprobs > 20) return invalid_argument("logprobs must be at most 20 (got " + std::to_string(r.logprobs) + ")");
+  BRIGADE_RETURN_IF_ERROR(check_logprobs("logprobs", r.logprobs, m));
   if (r.truncate_prompt_tokens < 0)
     return invalid_argument("truncate_prompt_tokens must be >= 1, or 0 for none (got " +
                             std::to_string(r.truncate_prompt_tokens) + ")");
@@ -737,7 +743,7 @@ class EngineImpl final : public Engine {
   std::atomic<uint64_t> next_id_{1};
   std::mutex beams_mu_;  // taken inside a run's mutex (BeamSearchRun), never around it
   std::unordered_map<uint64_t, std::shared_ptr<BeamSearchRun>> beams_;  // the running beam searches
-  std::mt19937_64 seed_rng_{std::random_device{}()};
+  std::mt19937_64 seed_rng_{std::random_device{}()};  // seeds of requests without one (EngineOptions::seed)
   std::mutex seed_mu_;
 };
 
@@ -941,6 +947,10 @@ Status EngineImpl::start(const EngineOptions& options) {
   }
   BRIGADE_RETURN_IF_ERROR(check_lora_options(options));
   BRIGADE_RETURN_IF_ERROR(check_hf_overrides(options.hf_overrides));
+  if (options.max_logprobs < -1)
+    return invalid_argument("max_logprobs must be >= 0, or -1 for the whole vocabulary (got " +
+                            std::to_string(options.max_logprobs) + ")");
+  if (options.seed) seed_rng_.seed(*options.seed);  // vLLM's --seed: unseeded requests reproducible
   // The stations are made before any weights load: a bad station fails fast.
   BRIGADE_ASSIGN_OR_RETURN(auto stations, make_stations(options.topology.stations, options.station_types));
   station_configs_ = options.topology.stations;
@@ -1087,6 +1097,7 @@ Status EngineImpl::start(const EngineOptions& options) {
   }
   summary_.loras = options.lora_modules;
   summary_.max_loras = options.lora_enabled() ? options.max_loras : 0;
+  summary_.max_logprobs = options.max_logprobs < 0 ? summary_.vocab_size : options.max_logprobs;
   lora_slots_.init(options.lora_enabled() ? options.max_loras : 0, options.lora_modules);
   if (tokenizer_model_) {  // the bytes of every token, for constrained output
     vocab_ = std::make_shared<const TokenTrie>(token_pieces(*tokenizer_model_));

@@ -96,6 +96,7 @@ Expected<std::unique_ptr<Backend>> make_backend(const EngineOptions& options, co
 #ifdef BRIGADE_HAVE_CUDA
   CudaBackendOptions co;
   co.device = spec.index + rank;
+  co.use_graphs = exe.cuda_graphs;
   auto cuda = make_cuda_backend(co);
   if (!cuda) {
     const std::string which = exe.tp > 1 ? "tp rank " + std::to_string(rank) + " on cuda:" + std::to_string(co.device)

@@ -359,6 +359,7 @@ struct ModelSummary {
   std::vector<LoraModule> loras;  // the LoRA adapters served at start (EngineOptions::lora_modules);
                                   // Engine::loras() says which are served now
   int max_loras = 0;              // adapter slots (0: LoRA off; EngineOptions::lora_enabled)
+  int max_logprobs = 20;          // top logprobs a request may ask for (EngineOptions::max_logprobs, resolved)
   // A local instance takes images (a vision tower it runs, GenerateOptions::images): fixed-size
   // ones (Gemma 3) of image_size x image_size pixels, tokens_per_image tokens each; or
   // dynamic-resolution ones (the Qwen2-VL family, image_merge > 0): (grid_h / image_merge) *
@@ -417,6 +418,13 @@ struct EngineOptions {
   // (vLLM's --enable-lora), with or without lora_modules at start. lora_modules alone enable it too.
   bool enable_lora = false;
   bool lora_enabled() const { return enable_lora || !lora_modules.empty(); }
+  // The most top logprobs a request may ask for, generated or prompt ones (vLLM's --max-logprobs,
+  // 20 by default there too); -1: the whole vocabulary. More is refused (invalid_argument).
+  int max_logprobs = 20;
+  // Seeds the generator that draws the seed of every request that gives none (vLLM's --seed): the
+  // same requests in the same order after a restart sample the same tokens. Unset: a random
+  // device seeds it. A request's own GenerateOptions::sampling.seed always wins.
+  std::optional<uint64_t> seed;
 };
 
 // Counters since the engine started (monotonic; read them twice and subtract for a window).

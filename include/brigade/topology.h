@@ -31,6 +31,9 @@ struct ExecutorConfig {
   // "device" (sampling, the token feed and graph-replayed decode buckets on the backend), or
   // "auto": device for the CUDA backend, host for the CPU backend.
   std::string step_path = "auto";
+  // CUDA Graphs for the decode buckets of the device step path: false runs every step op by op
+  // (vLLM's --enforce-eager), for debugging or to save the graphs' memory. No effect on the CPU.
+  bool cuda_graphs = true;
   // Matrix weights after load: "auto" (the checkpoint's type: a GGUF file's Q4_K, Q8_0, ... stay
   // quantized where the backend multiplies them, the CPU; the CUDA backend makes every weight
   // bf16), "f32" or "bf16" (everything dequantized / converted; f32 on the CPU only), "fp8" (E4M3

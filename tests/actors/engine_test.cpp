@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "models/make_model.h"
@@ -377,6 +379,88 @@ TEST_F(SyntheticEngine, SeededSamplingRepeatsBatchedOrAlone) {
   r.sampling.top_p = 0.95f;
   r.sampling.seed = 1234;
   expect_seed_repeats_batched(**engine, r);
+}
+
+// EngineOptions::seed (vLLM's --seed) seeds the draw of the seeds of requests that give none:
+// two engines started with one seed sample the same tokens for the same unseeded requests in
+// the same order; another seed samples others (20 tokens at temperature 1.5 over 512 tokens).
+TEST_F(SyntheticEngine, EngineSeedRepeatsUnseededRequestsAcrossStarts) {
+  const auto run = [&](std::optional<uint64_t> seed) {
+    EngineOptions o = small_options(dir_.string());
+    o.seed = seed;
+    auto engine = Engine::create(o);
+    EXPECT_TRUE(engine.has_value()) << engine.status().to_string();
+    std::vector<std::vector<int32_t>> out;
+    if (!engine) return out;
+    for (int i = 0; i < 3; ++i) {
+      GenerateOptions r = greedy_ids({5, 6, 7}, 20);
+      r.sampling.temperature = 1.5f;
+      r.ignore_eos = true;
+      auto c = (*engine)->generate(r);
+      EXPECT_TRUE(c.has_value()) << c.status().to_string();
+      out.push_back(c ? c->token_ids : std::vector<int32_t>{});
+    }
+    return out;
+  };
+  const auto a = run(7), b = run(7), other = run(8);
+  ASSERT_EQ(a.size(), 3u);
+  EXPECT_EQ(a, b) << "the same seed, the same requests in the same order";
+  EXPECT_NE(a[0], a[1]) << "each request still draws its own seed";
+  EXPECT_NE(a, other);
+}
+
+// EngineOptions::max_logprobs (vLLM's --max-logprobs) bounds logprobs and prompt_logprobs; -1
+// lets a request rank the whole vocabulary (512 here).
+TEST_F(SyntheticEngine, MaxLogprobsBoundsTopLogprobs) {
+  EngineOptions o = small_options(dir_.string());
+  o.max_logprobs = 3;
+  auto engine = Engine::create(o);
+  ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+  EXPECT_EQ((*engine)->model().max_logprobs, 3);
+  GenerateOptions r = greedy_ids({5, 6, 7}, 2);
+  r.logprobs = 4;
+  auto refused = (*engine)->generate(r);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.status().code(), StatusCode::invalid_argument);
+  EXPECT_NE(refused.status().message().find("logprobs must be at most 3"), std::string::npos) << refused.status().message();
+  r.logprobs = -1;
+  r.prompt_logprobs = 4;
+  EXPECT_FALSE((*engine)->generate(r).has_value());
+  r.prompt_logprobs = 3;
+  EXPECT_TRUE((*engine)->generate(r).has_value());
+  engine->reset();
+
+  o.max_logprobs = -1;
+  engine = Engine::create(o);
+  ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+  EXPECT_EQ((*engine)->model().max_logprobs, 512);
+  std::vector<Event> events;
+  std::promise<void> done;
+  r = greedy_ids({5, 6, 7}, 2);
+  r.logprobs = 512;
+  ASSERT_TRUE((*engine)->submit(r, [&](const Event& ev) {
+    events.push_back(ev);
+    if (ev.finish != FinishReason::none) done.set_value();
+  }).has_value());
+  done.get_future().wait();
+  int n = 0;
+  for (const Event& ev : events) {
+    for (const auto& top : ev.top_logprobs) {
+      ++n;
+      ASSERT_EQ(top.size(), 512u);
+      double total = 0.0;
+      for (const auto& [id, lp] : top) total += std::exp(static_cast<double>(lp));
+      EXPECT_NEAR(total, 1.0, 1e-3) << "the whole distribution";
+    }
+  }
+  EXPECT_EQ(n, 2);
+  r.logprobs = 513;
+  EXPECT_FALSE((*engine)->generate(r).has_value());
+
+  o.max_logprobs = -2;
+  auto bad = Engine::create(o);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.status().message().find("max_logprobs must be >= 0, or -1"), std::string::npos);
 }
 
 TEST_F(SyntheticEngine, TextPromptStreamsCompleteText) {

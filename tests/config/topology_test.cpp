@@ -118,6 +118,17 @@ TEST(Topology, MaxModelLenKey) {
   EXPECT_NE(bad.status().message().find("scheduler.max_model_len must be >= 0"), std::string::npos);
 }
 
+// executor.cuda_graphs (vLLM's --enforce-eager sets it false): on unless the file says.
+TEST(Topology, CudaGraphsKey) {
+  EXPECT_TRUE(default_topology().instances[0].executors[0].cuda_graphs);
+  auto t = parse_topology("instances: [{executors: [{device: cpu, cuda_graphs: false}]}]");
+  ASSERT_TRUE(t.has_value()) << t.status().to_string();
+  EXPECT_FALSE(t->instances[0].executors[0].cuda_graphs);
+  auto bad = parse_topology("instances: [{executors: [{cuda_graphs: sometimes}]}]");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.status().message().find("cuda_graphs"), std::string::npos) << bad.status().message();
+}
+
 TEST(Topology, TensorParallelKey) {
   EXPECT_EQ(default_topology().instances[0].executors[0].tp, 1);
   auto t = parse_topology("instances: [{executors: [{device: cpu, threads: 1, tp: 4}]}]");

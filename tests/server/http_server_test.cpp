@@ -654,6 +654,40 @@ TEST(ServerModelNames, AliasesServeTheBaseModel) {
   s.server.reset();
 }
 
+// vLLM's --max-logprobs is the engine's (EngineOptions::max_logprobs): the server's parse takes
+// the bound from it, so 30 lets a chat ask for 25 top logprobs and refuses 31 with a 400.
+TEST(ServerMaxLogprobs, TheEnginesBoundIsTheServers) {
+  EngineOptions eo = testing::test_engine_options(tiny_model_dir(), 1);
+  eo.topology.instances.front().kv.memory_mb = 64;
+  eo.max_logprobs = 30;
+  Served s;
+  auto e = Engine::create(eo);
+  ASSERT_TRUE(e.has_value()) << e.status().to_string();
+  s.engine = std::move(*e);
+  ServerOptions o;
+  o.port = 0;
+  o.model_name = "tiny";
+  auto srv = HttpServer::start(*s.engine, o);
+  ASSERT_TRUE(srv.has_value()) << srv.status().to_string();
+  s.server = std::move(*srv);
+  json body = {{"model", "tiny"},       {"messages", {{{"role", "user"}, {"content", "hi"}}}},
+               {"max_tokens", 2},       {"temperature", 0},
+               {"logprobs", true},      {"top_logprobs", 25}};
+  auto ok = http_request(kHost, s.server->port(), {"POST", "/v1/chat/completions", body.dump(), ""});
+  ASSERT_TRUE(ok.has_value());
+  ASSERT_EQ(ok->status, 200) << ok->body;
+  const json answer = json::parse(ok->body);
+  const json& content = answer["choices"][0]["logprobs"]["content"];
+  ASSERT_FALSE(content.empty());
+  EXPECT_EQ(content[0]["top_logprobs"].size(), 25u);
+  body["top_logprobs"] = 31;
+  auto refused = http_request(kHost, s.server->port(), {"POST", "/v1/chat/completions", body.dump(), ""});
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->status, 400) << refused->body;
+  EXPECT_NE(refused->body.find("top_logprobs"), std::string::npos) << refused->body;
+  s.server.reset();
+}
+
 // The model's generation_config as request defaults (vLLM's --generation-config auto): with
 // temperature 0 there, requests that leave temperature out are greedy (the same text as an explicit
 // temperature 0, run after run); a request's own temperature wins; max_new_tokens caps max_tokens.

@@ -42,7 +42,8 @@ fi
 grep -q "grammar line 1, column 14: rule 'b' is used but never defined" "$dir/bad.err"
 
 # vLLM's engine flags onto the topology (--max-num-seqs, --block-size, --max-model-len (its
-# human-readable 1k = 1000 and 1K = 1024 in the refusals), --kv-cache-dtype, --dtype, the prefix-caching and chunked-prefill switches):
+# human-readable 1k = 1000 and 1K = 1024 in the refusals), --kv-cache-dtype, --dtype, the prefix-caching and chunked-prefill switches,
+# --enforce-eager (no graphs on the CPU anyway) and --trust-remote-code (accepted)):
 # the same greedy tokens as without them; -tp 2 runs (two CPU ranks) and generates as many; a prompt
 # that fills --max-model-len is refused naming the limit; values brigade has no equivalent for, a
 # --max-model-len beyond the model's positions and contradictory switches are refused by name.
@@ -50,7 +51,8 @@ grep -q "grammar line 1, column 14: rule 'b' is used but never defined" "$dir/ba
   >"$dir/plain.txt" 2>/dev/null
 "$bin" generate --model "$dir/m" --prompt-ids 1,20,30,40 --max-tokens 8 --temperature 0 --ignore-eos --threads 1 \
   --max-num-seqs 4 --block-size 8 --max-model-len 400 --kv-cache-dtype float32 --dtype float32 \
-  --no-enable-prefix-caching --no-enable-chunked-prefill >"$dir/vllm_flags.txt" 2>/dev/null
+  --no-enable-prefix-caching --no-enable-chunked-prefill --enforce-eager --trust-remote-code \
+  >"$dir/vllm_flags.txt" 2>/dev/null
 cmp "$dir/plain.txt" "$dir/vllm_flags.txt"
 "$bin" generate --model "$dir/m" --prompt-ids 1,20,30,40 --max-tokens 8 --temperature 0 --ignore-eos --threads 2 \
   -tp 2 >"$dir/tp.txt" 2>"$dir/tp.err"
@@ -362,7 +364,8 @@ grep -qE "^  (memory|compute)-bound +[0-9]+ steps at" "$dir/offline.txt"
 # after its load, so the steps it counts are its own: 4 requests of 6 tokens each need 4 prefill
 # steps and 5 decode steps each at most (fewer when batched), at least 6.
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$bin" serve --model "$dir/m" --threads 1 --port "$port" >"$dir/serve.txt" 2>&1 &
+# (The model as vLLM's positional `serve MODEL`, with its --seed and --max-logprobs.)
+"$bin" serve "$dir/m" --threads 1 --port "$port" --seed 3 --max-logprobs 5 >"$dir/serve.txt" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; rm -rf "$dir"' EXIT
 for _ in $(seq 1 100); do
@@ -376,8 +379,25 @@ text = open(sys.argv[1]).read()
 steps = sum(int(n) for n in re.findall(r"^  (?:memory|compute)-bound +(\d+) steps at", text, re.M))
 assert 6 <= steps <= 24, (steps, text)
 PY
+python3 - "$port" <<'PY'
+import json, sys, urllib.error, urllib.request
+def post(body):
+    req = urllib.request.Request(f"http://127.0.0.1:{sys.argv[1]}/v1/completions", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req) as r:
+            return r.status, json.load(r)
+    except urllib.error.HTTPError as e:
+        return e.code, json.load(e)
+status, ok = post({"prompt": [1, 2, 3], "max_tokens": 1, "logprobs": 5})
+assert status == 200 and len(ok["choices"][0]["logprobs"]["top_logprobs"][0]) == 5, ok
+status, refused = post({"prompt": [1, 2, 3], "max_tokens": 1, "logprobs": 6})
+assert status == 400 and "logprobs" in refused["error"]["message"], refused
+PY
 kill $server 2>/dev/null || true
 wait $server 2>/dev/null || true
+if "$bin" serve "$dir/m" --model "$dir/other" >/dev/null 2>"$dir/twice.err"; then exit 1; fi
+grep -q "the model is given twice" "$dir/twice.err"
 
 # The runtime LoRA routes need LoRA slots: refused before the model loads, by flag or vLLM's variable.
 if "$bin" serve --model "$dir/m" --allow-runtime-lora-updating >"$dir/lora.txt" 2>&1; then exit 1; fi
