@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/communicator.h"
 #include "models/decoder_ends.h"
 #include "models/image_inputs.h"
 #include "models/kimi_linear.h"
@@ -18,6 +19,8 @@
 
 namespace brigade {
 namespace {
+
+int group_size(const LoadOptions& o) { return o.communicator != nullptr ? o.communicator->size() : 1; }
 
 // Where a family keeps its tensors: the Mamba1/Mamba2/FalconMamba and Nemotron-H checkpoints'
 // backbone.* (a mixer, attention or MLP block per layer, each under mixer.), or Granite 4.0-H's,
@@ -50,7 +53,7 @@ constexpr Names kLfm2Names{"model.", "embed_tokens.weight", "embedding_norm.weig
 class StateSpaceModel final : public Model {
  public:
   StateSpaceModel(const ModelConfig& config, Backend& backend, const LoadOptions& options)
-      : config_(config), backend_(backend), options_(options), layout_(config.ssm.layout),
+      : config_(config), backend_(backend), options_(options), layout_(ssm_rank_layout(config, group_size(options))),
         names_(config.arch == "granitemoehybrid" ? kGraniteNames
                : config.arch == "jamba" || config.arch == "bamba" ? kJambaNames
                : config.ssm.gated_delta          ? kQwenNextNames
@@ -59,6 +62,15 @@ class StateSpaceModel final : public Model {
                : config.parallel_attention       ? kFalconH1Names
                                                  : kBackboneNames),
         n_attn_(config.n_attention_layers()), images_(backend, config_, options.max_batch_tokens) {
+    comm_ = options.communicator;
+    tp_ = group_size(options);
+    rank_ = comm_ != nullptr ? comm_->rank() : 0;
+    full_ = config.ssm.layout;
+    qkv_ = config.qkv_layout();
+    qkv_.n_heads /= tp_;
+    qkv_.n_kv_heads /= tp_;
+    // A Mamba2 gated norm of one group over every head spans the ranks: its sums are all-reduced.
+    split_norm_ = groups_whole() && config.ssm.gated_norm && !gated() && !short_conv();
     if (gated()) {  // Qwen3-Next's attention rotates the first rotary_dim dims of each head
       rope_.style = RopeStyle::neox;
       rope_.rotary_dim = config.rope_dims();
@@ -82,7 +94,7 @@ class StateSpaceModel final : public Model {
       l.latent = true;
       return l;
     }
-    return KvLayout{n_attn_, n_pages, page_size, n_attn_ > 0 ? config_.n_kv_heads : 0, n_attn_ > 0 ? config_.head_dim : 0,
+    return KvLayout{n_attn_, n_pages, page_size, n_attn_ > 0 ? qkv_.n_kv_heads : 0, n_attn_ > 0 ? config_.head_dim : 0,
                     dtype};
   }
   Status forward(const StepBatch& batch, const KvCache& kv, const Tensor& logits) override;
@@ -92,7 +104,7 @@ class StateSpaceModel final : public Model {
   VisionStats vision_stats() const override { return images_.stats(); }
   StepCost step_cost(const StepBatch& batch, double kv_bytes_per_token) const override;
   int state_slots() const override { return n_slots_; }
-  int64_t state_bytes_per_slot() const override { return recurrent_state_bytes(config_); }
+  int64_t state_bytes_per_slot() const override { return recurrent_state_bytes(config_, tp_); }
 
  private:
   enum class Kind : uint8_t { ssm, attention, mlp, moe };
@@ -128,17 +140,31 @@ class StateSpaceModel final : public Model {
     // MiniMax's lightning attention (models/minimax.h; Kind::ssm, its state ssm_state above).
     LightningBlock lightning;
   };
-  // A vector of `shape` (numel n) read as f32 through f (element, index), uploaded.
+  // A tensor of `shape` read as f32 through f (element, index in the whole tensor), uploaded as a
+  // vector: of its rows (the first dimension) those in `rows` in turn (all when empty).
   template <typename F>
-  Expected<OwnedTensor> host_vector(const Checkpoint& ck, const std::string& name, const std::vector<int64_t>& shape, F f);
+  Expected<OwnedTensor> host_vector(const Checkpoint& ck, const std::string& name, const std::vector<int64_t>& shape, F f,
+                                    const std::vector<Slice>& rows = {});
+  // This rank's part of a `total`-row segment at `offset` (the whole segment at tp 1).
+  Slice part(int64_t offset, int64_t total) const { return {offset + rank_ * (total / tp_), total / tp_}; }
+  // Whether a Mamba2 mixer's groups stay whole on every rank (one group under tp > 1).
+  bool groups_whole() const { return tp_ > 1 && full_.n_groups % tp_ != 0; }
+  // A Mamba2 mixer's B or C rows (or conv channels) at `offset`: this rank's groups, or all.
+  Slice bc_rows(int64_t offset) const {
+    const int64_t gn = int64_t{full_.n_groups} * full_.state_size;
+    return groups_whole() ? Slice{offset, gn} : part(offset, gn);
+  }
+  // x = the sum of every rank's x (a sublayer's output under tensor parallelism).
+  Status reduce(const Tensor& x) { return comm_ != nullptr ? comm_->all_reduce_sum(x) : Status::ok(); }
   Status load_mixer(const Checkpoint& ck, WeightLoader& w, const std::string& p, Layer& L);
   Status load_mixer1(const Checkpoint& ck, WeightLoader& w, const std::string& p, Layer& L);
   Status load_delta(const Checkpoint& ck, WeightLoader& w, const std::string& p, Layer& L);
   Status load_short_conv(const Checkpoint& ck, WeightLoader& w, const std::string& p, Layer& L);
   // A = -exp(A_log) of `name` (`shape`), f32: llama.cpp's files hold A itself (ssm_a).
-  Expected<OwnedTensor> load_a(const Checkpoint& ck, const std::string& name, const std::vector<int64_t>& shape) {
+  Expected<OwnedTensor> load_a(const Checkpoint& ck, const std::string& name, const std::vector<int64_t>& shape,
+                                const std::vector<Slice>& rows = {}) {
     const bool stored = gguf_;
-    return host_vector(ck, name, shape, [stored](float v, int64_t) { return stored ? v : -std::exp(v); });
+    return host_vector(ck, name, shape, [stored](float v, int64_t) { return stored ? v : -std::exp(v); }, rows);
   }
   // A Mamba1 mixer of normed [n, hidden] into delta.
   void run_mixer1(const Layer& L, int64_t n, const SsmSeqs& seqs, const Tensor& normed, const Tensor& delta);
@@ -191,7 +217,13 @@ class StateSpaceModel final : public Model {
   ModelConfig config_;
   Backend& backend_;
   LoadOptions options_;
-  SsmLayout layout_;
+  SsmLayout layout_;  // this rank's mixers (ssm_rank_layout); full_ the whole model's
+  SsmLayout full_;
+  Communicator* comm_ = nullptr;  // nullptr without tensor parallelism
+  int rank_ = 0, tp_ = 1;
+  QkvLayout qkv_;            // this rank's attention heads
+  bool split_norm_ = false;  // a Mamba2 gated norm across the ranks (groups_whole)
+  OwnedTensor sums_;         // its rows' sums of squares [n, 2]
   Names names_;
   int n_attn_ = 0;
   bool gguf_ = false;  // llama.cpp's file (models/gguf_*.h): ssm_a holds A, Qwen3.5's norms 1 + w, experts kept as stored
@@ -213,7 +245,7 @@ class StateSpaceModel final : public Model {
   OwnedTensor parallel_out_;  // Falcon-H1: the attention's output beside the mixer's
   KimiScratch kimi_;          // Kimi Linear's blocks' activations
   LightningScratch lightning_;  // MiniMax's lightning blocks' activations
-  OwnedTensor residual_, normed_, delta_, proj_, xbc_, y_, selected_, qkv_, attn_, gate_, mlp_, act_, up_;
+  OwnedTensor residual_, normed_, delta_, proj_, xbc_, y_, selected_, qkv_scratch_, attn_, gate_, mlp_, act_, up_;
   OwnedTensor dtr_, bm_, cm_, dt_, ones_;  // Mamba1: x_proj's parts, dt, FalconMamba's unit norm weights
   std::vector<int32_t> slots_host_, fresh_host_;  // the step's slot of each sequence, and which start afresh
   std::vector<char> slot_used_;                    // plan_states' scratch: the slots the step names
@@ -225,66 +257,87 @@ class StateSpaceModel final : public Model {
 
 template <typename F>
 Expected<OwnedTensor> StateSpaceModel::host_vector(const Checkpoint& ck, const std::string& name,
-                                               const std::vector<int64_t>& shape, F f) {
+                                               const std::vector<int64_t>& shape, F f, const std::vector<Slice>& rows) {
   BRIGADE_ASSIGN_OR_RETURN(RawTensor t, ck.tensor(name, shape));
   if (t.block_quantized() || (t.dtype != DType::f32 && t.dtype != DType::bf16 && t.dtype != DType::f16))
     return corrupt(t.file + ": tensor '" + name + "' is stored " + t.type_name() + "; it must be F32, BF16 or F16");
-  std::vector<float> host(static_cast<size_t>(t.numel()));
-  for (int64_t i = 0; i < t.numel(); ++i) host[static_cast<size_t>(i)] = f(static_cast<float>(t.at(i)), i);
-  BRIGADE_ASSIGN_OR_RETURN(OwnedTensor out, alloc_tensor(backend_, DType::f32, 1, t.numel()));
+  const int64_t width = t.numel() / std::max<int64_t>(shape.front(), 1);
+  std::vector<float> host;
+  host.reserve(static_cast<size_t>(t.numel()));
+  const auto take = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin * width; i < end * width; ++i) host.push_back(f(static_cast<float>(t.at(i)), i));
+  };
+  if (rows.empty()) take(0, shape.front());
+  for (const Slice& r : rows) {
+    BRIGADE_CHECK(r.begin >= 0 && r.size >= 0 && r.begin + r.size <= shape.front(), "host_vector: rows out of range");
+    take(r.begin, r.begin + r.size);
+  }
+  BRIGADE_ASSIGN_OR_RETURN(OwnedTensor out, alloc_tensor(backend_, DType::f32, 1, static_cast<int64_t>(host.size())));
   backend_.upload(out.tensor, host.data());
   host_params_ += t.numel();
-  host_bytes_ += t.numel() * static_cast<int64_t>(sizeof(float));
+  host_bytes_ += static_cast<int64_t>(host.size() * sizeof(float));
   return out;
 }
 
 Status StateSpaceModel::load_mixer(const Checkpoint& ck, WeightLoader& w, const std::string& p, Layer& L) {
-  const int64_t h = config_.hidden_size, di = layout_.d_inner(), ch = layout_.conv_dim(), heads = layout_.n_heads;
-  const int64_t k = layout_.conv_kernel;
+  const int64_t h = config_.hidden_size, di = full_.d_inner(), heads = full_.n_heads, k = layout_.conv_kernel;
+  const int64_t gn = int64_t{full_.n_groups} * full_.state_size, pw = full_.proj_width();
   const std::string m = p + names_.mixer;
+  // This rank's rows of in_proj's z, x, B, C and dt (all of them at tp 1) and of the conv's x, B
+  // and C channels; its heads of A, D and dt_bias, its columns of out_proj.
+  const std::vector<Slice> proj_rows = {part(0, di), part(di, di), bc_rows(2 * di), bc_rows(2 * di + gn),
+                                        part(2 * di + 2 * gn, heads)};
+  const std::vector<Slice> conv_rows = {part(0, di), bc_rows(di), bc_rows(di + gn)};
+  const Slice head_rows = part(0, heads), inner_cols = part(0, di);
+  const std::vector<std::string> in_proj(proj_rows.size(), m + "in_proj.weight");
+  const std::vector<int64_t> in_rows(proj_rows.size(), pw);
   if (parallel()) {  // Falcon-H1: in_proj's z, x, B, C and dt rows (and its input) and out_proj scaled
     const ModelConfig::MupMultipliers& mu = config_.mup;
-    const int64_t gn = int64_t{layout_.n_groups} * layout_.state_size, pw = layout_.proj_width();
     const int64_t segment[5] = {di, di, gn, gn, heads};
-    std::vector<Slice> rows;
     std::vector<float> scales;
-    for (int i = 0, begin = 0; i < 5; begin += static_cast<int>(segment[i]), ++i) {
-      rows.push_back({begin, segment[i]});
-      scales.push_back(mu.ssm_rows[static_cast<size_t>(i)] * mu.ssm_in);
-    }
-    BRIGADE_ASSIGN_OR_RETURN(L.in_proj, w.scaled(std::vector<std::string>(5, m + "in_proj.weight"),
-                                                 std::vector<int64_t>(5, pw), h, rows, scales));
-    BRIGADE_ASSIGN_OR_RETURN(L.out_proj, w.scaled({m + "out_proj.weight"}, {h}, di, {}, {mu.ssm_out}));
+    for (size_t i = 0; i < 5; ++i) scales.push_back(mu.ssm_rows[i] * mu.ssm_in);
+    BRIGADE_ASSIGN_OR_RETURN(L.in_proj, w.scaled(in_proj, in_rows, h, proj_rows, scales));
+    BRIGADE_ASSIGN_OR_RETURN(L.out_proj, w.scaled({m + "out_proj.weight"}, {h}, di, {}, {mu.ssm_out}, inner_cols));
     if (config_.ssm.proj_bias) {  // the bias scaled as its rows' outputs are (not by the input's multiplier)
       const auto row_scale = [&](int64_t r) {
         int s = 0;
         for (int64_t end = segment[0]; r >= end && s < 4; end += segment[++s]) {}
         return mu.ssm_rows[static_cast<size_t>(s)];
       };
-      BRIGADE_ASSIGN_OR_RETURN(L.in_bias, host_vector(ck, m + "in_proj.bias", {pw}, [&](float v, int64_t i) { return v * row_scale(i); }));
-      BRIGADE_ASSIGN_OR_RETURN(L.out_bias, host_vector(ck, m + "out_proj.bias", {h}, [&](float v, int64_t) { return v * mu.ssm_out; }));
+      BRIGADE_ASSIGN_OR_RETURN(L.in_bias, host_vector(ck, m + "in_proj.bias", {pw}, [&](float v, int64_t i) { return v * row_scale(i); },
+                                                      proj_rows));
+      if (rank_ == 0) {  // added once, after the all-reduce's sum
+        BRIGADE_ASSIGN_OR_RETURN(L.out_bias, host_vector(ck, m + "out_proj.bias", {h}, [&](float v, int64_t) { return v * mu.ssm_out; }));
+      } else {
+        BRIGADE_RETURN_IF_ERROR(w.skip(m + "out_proj.bias", {h}));
+      }
     }
   } else {
-    BRIGADE_ASSIGN_OR_RETURN(L.in_proj, w.matrix(m + "in_proj.weight", layout_.proj_width(), h));
-    BRIGADE_ASSIGN_OR_RETURN(L.out_proj, w.matrix(m + "out_proj.weight", h, di));
+    BRIGADE_ASSIGN_OR_RETURN(L.in_proj, w.fused(in_proj, in_rows, h, proj_rows));
+    BRIGADE_ASSIGN_OR_RETURN(L.out_proj, w.matrix(m + "out_proj.weight", h, di, {}, inner_cols));
   }
   if (config_.ssm.proj_bias && !parallel()) {
-    BRIGADE_ASSIGN_OR_RETURN(L.in_bias, w.vector_f32({m + "in_proj.bias"}, {layout_.proj_width()}));
-    BRIGADE_ASSIGN_OR_RETURN(L.out_bias, w.vector_f32({m + "out_proj.bias"}, {h}));
+    BRIGADE_ASSIGN_OR_RETURN(L.in_bias, w.vector_f32(std::vector<std::string>(proj_rows.size(), m + "in_proj.bias"), in_rows, proj_rows));
+    if (rank_ == 0) {  // added once, after the all-reduce's sum
+      BRIGADE_ASSIGN_OR_RETURN(L.out_bias, w.vector_f32({m + "out_proj.bias"}, {h}));
+    } else {
+      BRIGADE_RETURN_IF_ERROR(w.skip(m + "out_proj.bias", {h}));
+    }
   }
-  BRIGADE_ASSIGN_OR_RETURN(L.conv_w, host_vector(ck, m + "conv1d.weight", {ch, 1, k}, [](float v, int64_t) { return v; }));
+  const int64_t ch = full_.conv_dim();
+  BRIGADE_ASSIGN_OR_RETURN(L.conv_w, host_vector(ck, m + "conv1d.weight", {ch, 1, k}, [](float v, int64_t) { return v; }, conv_rows));
   if (config_.ssm.conv_bias) {
-    BRIGADE_ASSIGN_OR_RETURN(L.conv_b, w.vector_f32({m + "conv1d.bias"}, {ch}));
+    BRIGADE_ASSIGN_OR_RETURN(L.conv_b, w.vector_f32(std::vector<std::string>(3, m + "conv1d.bias"), {ch, ch, ch}, conv_rows));
   }
-  BRIGADE_ASSIGN_OR_RETURN(L.a, load_a(ck, m + "A_log", {heads}));
-  BRIGADE_ASSIGN_OR_RETURN(L.d, w.vector_f32({m + "D"}, {heads}));
-  BRIGADE_ASSIGN_OR_RETURN(L.dt_bias, w.vector_f32({m + "dt_bias"}, {heads}));
+  BRIGADE_ASSIGN_OR_RETURN(L.a, load_a(ck, m + "A_log", {heads}, {head_rows}));
+  BRIGADE_ASSIGN_OR_RETURN(L.d, w.vector_f32({m + "D"}, {heads}, {head_rows}));
+  BRIGADE_ASSIGN_OR_RETURN(L.dt_bias, w.vector_f32({m + "dt_bias"}, {heads}, {head_rows}));
   if (config_.ssm.gated_norm) {
-    BRIGADE_ASSIGN_OR_RETURN(L.gated_norm, w.vector_f32({m + "norm.weight"}, {di}));
+    BRIGADE_ASSIGN_OR_RETURN(L.gated_norm, w.vector_f32({m + "norm.weight"}, {di}, {inner_cols}));
   }
-  BRIGADE_ASSIGN_OR_RETURN(L.conv_state, alloc_tensor(backend_, DType::f32, n_slots_, (k - 1) * ch));
-  BRIGADE_ASSIGN_OR_RETURN(L.ssm_state, alloc_tensor(backend_, DType::f32, n_slots_, di * layout_.state_size));
-  dense_linear_ += static_cast<double>(layout_.proj_width() * h + h * di);
+  BRIGADE_ASSIGN_OR_RETURN(L.conv_state, alloc_tensor(backend_, DType::f32, n_slots_, (k - 1) * layout_.conv_dim()));
+  BRIGADE_ASSIGN_OR_RETURN(L.ssm_state, alloc_tensor(backend_, DType::f32, n_slots_, layout_.d_inner() * layout_.state_size));
+  dense_linear_ += static_cast<double>(pw * h + h * di);
   return Status::ok();
 }
 
@@ -331,50 +384,57 @@ Status StateSpaceModel::load_mixer1(const Checkpoint& ck, WeightLoader& w, const
 // then a), taken apart; conv1d [conv_dim, 1, K] without bias, A_log and dt_bias [H], the gated
 // norm's weight [P], out_proj [hidden, H P].
 Status StateSpaceModel::load_delta(const Checkpoint& ck, WeightLoader& w, const std::string& p, Layer& L) {
-  const int64_t h = config_.hidden_size, heads = layout_.n_heads, pv = layout_.head_dim, g = layout_.n_groups;
-  const int64_t nk = layout_.state_size, k = layout_.conv_kernel, ch = layout_.conv_dim(), vd = layout_.d_inner();
+  const int64_t h = config_.hidden_size, heads = full_.n_heads, pv = full_.head_dim, g = full_.n_groups;
+  const int64_t nk = full_.state_size, k = layout_.conv_kernel, ch = full_.conv_dim(), vd = full_.d_inner();
   const std::string m = p + names_.mixer;
-  const int64_t per = heads / g, ba = 2 * heads;
+  const int64_t per = heads / g, ba = 2 * heads, gk = g * nk;
+  // This rank's key heads (and their value heads): [first, first + g / tp).
+  const int64_t first = rank_ * (g / tp_), mine = g / tp_;
   std::vector<std::string> names;
   std::vector<int64_t> rows;
   std::vector<Slice> slices;
-  // Rows [offset, offset + size) of every period-row block of `name` [total rows], in turn.
-  const auto part = [&](const std::string& name, int64_t total, int64_t period, int64_t offset, int64_t size) {
-    for (int64_t i = 0; i < g; ++i) {
+  // Rows [offset, offset + size) of this rank's period-row blocks of `name` [total rows], in turn.
+  const auto blocks = [&](const std::string& name, int64_t total, int64_t period, int64_t offset, int64_t size) {
+    for (int64_t i = first; i < first + mine; ++i) {
       names.push_back(name);
       rows.push_back(total);
       slices.push_back({i * period + offset, size});
     }
   };
+  // q, k and v rows (or conv channels) of this rank in a q | k | v tensor.
+  const std::vector<Slice> qkv_rows = {part(0, gk), part(gk, gk), part(2 * gk, vd)};
   if (w.has(m + "in_proj_qkvz.weight")) {
     const int64_t group = 2 * nk + 2 * per * pv, qkvz = g * group;
-    part(m + "in_proj_qkvz.weight", qkvz, group, 0, nk);                  // q
-    part(m + "in_proj_qkvz.weight", qkvz, group, nk, nk);                 // k
-    part(m + "in_proj_qkvz.weight", qkvz, group, 2 * nk, per * pv);       // v
-    part(m + "in_proj_qkvz.weight", qkvz, group, 2 * nk + per * pv, per * pv);  // z
-    part(m + "in_proj_ba.weight", ba, 2 * per, 0, per);                   // b
-    part(m + "in_proj_ba.weight", ba, 2 * per, per, per);                 // a
+    blocks(m + "in_proj_qkvz.weight", qkvz, group, 0, nk);                  // q
+    blocks(m + "in_proj_qkvz.weight", qkvz, group, nk, nk);                 // k
+    blocks(m + "in_proj_qkvz.weight", qkvz, group, 2 * nk, per * pv);       // v
+    blocks(m + "in_proj_qkvz.weight", qkvz, group, 2 * nk + per * pv, per * pv);  // z
+    blocks(m + "in_proj_ba.weight", ba, 2 * per, 0, per);                   // b
+    blocks(m + "in_proj_ba.weight", ba, 2 * per, per, per);                 // a
     BRIGADE_ASSIGN_OR_RETURN(L.delta_in, w.fused_linear(names, rows, h, slices));
   } else if (w.has(m + "in_proj_ba.weight")) {  // Qwen3-Next's GGUF: q|k|v and z apart, b and a as in_proj_ba
-    names = {m + "in_proj_qkv.weight", m + "in_proj_z.weight"};
-    rows = {ch, vd};
-    slices = {Slice{}, Slice{}};
-    part(m + "in_proj_ba.weight", ba, 2 * per, 0, per);  // b
-    part(m + "in_proj_ba.weight", ba, 2 * per, per, per);  // a
+    names = {m + "in_proj_qkv.weight", m + "in_proj_qkv.weight", m + "in_proj_qkv.weight", m + "in_proj_z.weight"};
+    rows = {ch, ch, ch, vd};
+    slices = {qkv_rows[0], qkv_rows[1], qkv_rows[2], part(0, vd)};
+    blocks(m + "in_proj_ba.weight", ba, 2 * per, 0, per);  // b
+    blocks(m + "in_proj_ba.weight", ba, 2 * per, per, per);  // a
     BRIGADE_ASSIGN_OR_RETURN(L.delta_in, w.fused_linear(names, rows, h, slices));
   } else {
-    BRIGADE_ASSIGN_OR_RETURN(L.delta_in, w.fused_linear({m + "in_proj_qkv.weight", m + "in_proj_z.weight", m + "in_proj_b.weight",
-                                                 m + "in_proj_a.weight"},
-                                                {ch, vd, heads, heads}, h));
+    BRIGADE_ASSIGN_OR_RETURN(L.delta_in,
+                             w.fused_linear({m + "in_proj_qkv.weight", m + "in_proj_qkv.weight", m + "in_proj_qkv.weight",
+                                             m + "in_proj_z.weight", m + "in_proj_b.weight", m + "in_proj_a.weight"},
+                                            {ch, ch, ch, vd, heads, heads}, h,
+                                            {qkv_rows[0], qkv_rows[1], qkv_rows[2], part(0, vd), part(0, heads),
+                                             part(0, heads)}));
   }
-  BRIGADE_ASSIGN_OR_RETURN(L.out_proj, w.matrix(m + "out_proj.weight", h, vd));
-  BRIGADE_ASSIGN_OR_RETURN(L.conv_w, host_vector(ck, m + "conv1d.weight", {ch, 1, k}, [](float v, int64_t) { return v; }));
-  BRIGADE_ASSIGN_OR_RETURN(L.a, load_a(ck, m + "A_log", {heads}));
-  BRIGADE_ASSIGN_OR_RETURN(L.dt_bias, w.vector_f32({m + "dt_bias"}, {heads}));
+  BRIGADE_ASSIGN_OR_RETURN(L.out_proj, w.matrix(m + "out_proj.weight", h, vd, {}, part(0, vd)));
+  BRIGADE_ASSIGN_OR_RETURN(L.conv_w, host_vector(ck, m + "conv1d.weight", {ch, 1, k}, [](float v, int64_t) { return v; }, qkv_rows));
+  BRIGADE_ASSIGN_OR_RETURN(L.a, load_a(ck, m + "A_log", {heads}, {part(0, heads)}));
+  BRIGADE_ASSIGN_OR_RETURN(L.dt_bias, w.vector_f32({m + "dt_bias"}, {heads}, {part(0, heads)}));
   BRIGADE_ASSIGN_OR_RETURN(L.gated_norm, w.vector_f32({m + "norm.weight"}, {pv}));
-  BRIGADE_ASSIGN_OR_RETURN(L.conv_state, alloc_tensor(backend_, DType::f32, n_slots_, (k - 1) * ch));
-  BRIGADE_ASSIGN_OR_RETURN(L.ssm_state, alloc_tensor(backend_, DType::f32, n_slots_, vd * nk));
-  dense_linear_ += static_cast<double>(proj_width() * h + h * vd);
+  BRIGADE_ASSIGN_OR_RETURN(L.conv_state, alloc_tensor(backend_, DType::f32, n_slots_, (k - 1) * layout_.conv_dim()));
+  BRIGADE_ASSIGN_OR_RETURN(L.ssm_state, alloc_tensor(backend_, DType::f32, n_slots_, layout_.d_inner() * nk));
+  dense_linear_ += static_cast<double>((ch + vd + 2 * heads) * h + h * vd);
   return Status::ok();
 }
 
@@ -383,15 +443,22 @@ Status StateSpaceModel::load_delta(const Checkpoint& ck, WeightLoader& w, const 
 Status StateSpaceModel::load_short_conv(const Checkpoint& ck, WeightLoader& w, const std::string& p, Layer& L) {
   const int64_t h = config_.hidden_size, k = layout_.conv_kernel;
   const std::string m = p + names_.mixer;
-  BRIGADE_ASSIGN_OR_RETURN(L.in_proj, w.matrix(m + "in_proj.weight", 3 * h, h));
-  BRIGADE_ASSIGN_OR_RETURN(L.out_proj, w.matrix(m + "out_proj.weight", h, h));
-  BRIGADE_ASSIGN_OR_RETURN(L.conv_w, host_vector(ck, m + "conv.weight", {h, 1, k}, [](float v, int64_t) { return v; }));
+  // This rank's channels: of in_proj's B, C and x rows, of the conv, of out_proj's columns.
+  const std::vector<Slice> proj_rows = {part(0, h), part(h, h), part(2 * h, h)};
+  const std::vector<std::string> in_proj(3, m + "in_proj.weight");
+  BRIGADE_ASSIGN_OR_RETURN(L.in_proj, w.fused(in_proj, {3 * h, 3 * h, 3 * h}, h, proj_rows));
+  BRIGADE_ASSIGN_OR_RETURN(L.out_proj, w.matrix(m + "out_proj.weight", h, h, {}, part(0, h)));
+  BRIGADE_ASSIGN_OR_RETURN(L.conv_w, host_vector(ck, m + "conv.weight", {h, 1, k}, [](float v, int64_t) { return v; }, {part(0, h)}));
   if (config_.ssm.conv_bias) {
-    BRIGADE_ASSIGN_OR_RETURN(L.in_bias, w.vector_f32({m + "in_proj.bias"}, {3 * h}));
-    BRIGADE_ASSIGN_OR_RETURN(L.conv_b, w.vector_f32({m + "conv.bias"}, {h}));
-    BRIGADE_ASSIGN_OR_RETURN(L.out_bias, w.vector_f32({m + "out_proj.bias"}, {h}));
+    BRIGADE_ASSIGN_OR_RETURN(L.in_bias, w.vector_f32(std::vector<std::string>(3, m + "in_proj.bias"), {3 * h, 3 * h, 3 * h}, proj_rows));
+    BRIGADE_ASSIGN_OR_RETURN(L.conv_b, w.vector_f32({m + "conv.bias"}, {h}, {part(0, h)}));
+    if (rank_ == 0) {  // added once, after the all-reduce's sum
+      BRIGADE_ASSIGN_OR_RETURN(L.out_bias, w.vector_f32({m + "out_proj.bias"}, {h}));
+    } else {
+      BRIGADE_RETURN_IF_ERROR(w.skip(m + "out_proj.bias", {h}));
+    }
   }
-  BRIGADE_ASSIGN_OR_RETURN(L.conv_state, alloc_tensor(backend_, DType::f32, n_slots_, (k - 1) * h));
+  BRIGADE_ASSIGN_OR_RETURN(L.conv_state, alloc_tensor(backend_, DType::f32, n_slots_, (k - 1) * layout_.d_inner()));
   dense_linear_ += static_cast<double>(4 * h * h);
   return Status::ok();
 }
@@ -404,11 +471,13 @@ Status StateSpaceModel::load_attention(WeightLoader& w, const std::string& p, La
   const int64_t h = config_.hidden_size, hd = config_.head_dim, q = int64_t{config_.n_heads} * hd;
   const int64_t kv = int64_t{config_.n_kv_heads} * hd;
   const std::string a = p + names_.attention;
+  // This rank's heads: its rows of q, k and v, its columns of o.
+  const std::vector<Slice> qkv_rows = {part(0, q), part(0, kv), part(0, kv)};
   if (parallel()) {  // Falcon-H1: the input's multiplier on q, k, v, the keys' on k, the output's on o
     const ModelConfig::MupMultipliers& mu = config_.mup;
     BRIGADE_ASSIGN_OR_RETURN(L.qkv, w.scaled({a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"}, {q, kv, kv},
-                                             h, {}, {mu.attn_in, mu.attn_in * mu.key, mu.attn_in}));
-    BRIGADE_ASSIGN_OR_RETURN(L.o, w.scaled({a + "o_proj.weight"}, {h}, q, {}, {mu.attn_out}));
+                                             h, qkv_rows, {mu.attn_in, mu.attn_in * mu.key, mu.attn_in}));
+    BRIGADE_ASSIGN_OR_RETURN(L.o, w.scaled({a + "o_proj.weight"}, {h}, q, {}, {mu.attn_out}, part(0, q)));
     dense_linear_ += static_cast<double>((q + 2 * kv) * h + h * q);
     return Status::ok();
   }
@@ -416,27 +485,29 @@ Status StateSpaceModel::load_attention(WeightLoader& w, const std::string& p, La
     std::vector<std::string> names;
     std::vector<int64_t> rows;
     std::vector<Slice> slices;
-    for (int i = 0; i < config_.n_heads; ++i) {
+    const Slice heads = part(0, config_.n_heads);
+    for (int64_t i = heads.begin; i < heads.begin + heads.size; ++i) {
       names.push_back(a + "q_proj.weight");
       rows.push_back(2 * q);
       slices.push_back({2 * hd * i, hd});
     }
     names.insert(names.end(), {a + "k_proj.weight", a + "v_proj.weight"});
     rows.insert(rows.end(), {kv, kv});
-    slices.insert(slices.end(), {Slice{}, Slice{}});
+    slices.insert(slices.end(), {qkv_rows[1], qkv_rows[2]});
     BRIGADE_ASSIGN_OR_RETURN(L.qkv, w.fused(names, rows, h, slices));
-    BRIGADE_ASSIGN_OR_RETURN(L.q_gate, w.row_blocks(a + "q_proj.weight", 2 * q, h, 2 * hd, {hd, hd}));
+    BRIGADE_ASSIGN_OR_RETURN(L.q_gate, w.row_blocks(a + "q_proj.weight", 2 * q, h, 2 * hd, {hd, hd}, false, heads));
     BRIGADE_ASSIGN_OR_RETURN(L.q_norm, w.vector_f32({a + "q_norm.weight"}, {hd}, {}, norm_offset()));
     BRIGADE_ASSIGN_OR_RETURN(L.k_norm, w.vector_f32({a + "k_norm.weight"}, {hd}, {}, norm_offset()));
     dense_linear_ += static_cast<double>(q * h);
   } else {
-    BRIGADE_ASSIGN_OR_RETURN(L.qkv, w.fused({a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"}, {q, kv, kv}, h));
+    BRIGADE_ASSIGN_OR_RETURN(L.qkv, w.fused({a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"}, {q, kv, kv}, h,
+                                            qkv_rows));
   }
   if (short_conv()) {
     BRIGADE_ASSIGN_OR_RETURN(L.q_norm, w.vector_f32({a + "q_layernorm.weight"}, {hd}));
     BRIGADE_ASSIGN_OR_RETURN(L.k_norm, w.vector_f32({a + "k_layernorm.weight"}, {hd}));
   }
-  BRIGADE_ASSIGN_OR_RETURN(L.o, w.matrix(a + (short_conv() ? "out_proj.weight" : "o_proj.weight"), h, q));
+  BRIGADE_ASSIGN_OR_RETURN(L.o, w.matrix(a + (short_conv() ? "out_proj.weight" : "o_proj.weight"), h, q, {}, part(0, q)));
   dense_linear_ += static_cast<double>((q + 2 * kv) * h + h * q);
   return Status::ok();
 }
@@ -451,6 +522,7 @@ Status StateSpaceModel::load_attention(WeightLoader& w, const std::string& p, La
 // gate and down scaled by its mlp_multipliers.
 Status StateSpaceModel::load_mlp(WeightLoader& w, const std::string& p, int l, Layer& L) {
   const int64_t h = config_.hidden_size, width = ffn_width();
+  const Slice cols = part(0, width);  // this rank's columns of a dense SwiGLU
   BRIGADE_ASSIGN_OR_RETURN(L.ffn_norm, w.vector_f32({p + names_.ffn_norm}, {h}, {}, norm_offset()));
   // Under weights: q8_0 / q4_0 / q4_1 the experts are quantized where moe_experts multiplies the type.
   const std::optional<DType> want = options_.weight_dtype;
@@ -467,52 +539,59 @@ Status StateSpaceModel::load_mlp(WeightLoader& w, const std::string& p, int l, L
     const bool kimi_saved = kimi() && w.has(p + "block_sparse_moe.gate_proj.weight");
     const std::string f = p + (kimi_saved ? "block_sparse_moe." : gated() || kimi() ? "mlp." : "feed_forward.");
     if (parallel()) {  // Falcon-H1: the gate's and down's multipliers
-      BRIGADE_ASSIGN_OR_RETURN(L.mlp_gate_up, w.scaled({f + "gate_proj.weight", f + "up_proj.weight"}, {width, width}, h, {},
-                                                       {config_.mup.mlp_gate, 1.0f}));
-      BRIGADE_ASSIGN_OR_RETURN(L.mlp_down, w.scaled({f + "down_proj.weight"}, {h}, width, {}, {config_.mup.mlp_down}));
+      BRIGADE_ASSIGN_OR_RETURN(L.mlp_gate_up, w.scaled({f + "gate_proj.weight", f + "up_proj.weight"}, {width, width}, h,
+                                                       {cols, cols}, {config_.mup.mlp_gate, 1.0f}));
+      BRIGADE_ASSIGN_OR_RETURN(L.mlp_down, w.scaled({f + "down_proj.weight"}, {h}, width, {}, {config_.mup.mlp_down}, cols));
       dense_linear_ += static_cast<double>(3 * width * h);
       return Status::ok();
     }
     const bool lfm2 = short_conv();
     BRIGADE_ASSIGN_OR_RETURN(L.mlp_gate_up, w.fused({f + (lfm2 ? "w1.weight" : "gate_proj.weight"),
                                                      f + (lfm2 ? "w3.weight" : "up_proj.weight")},
-                                                    {width, width}, h));
-    BRIGADE_ASSIGN_OR_RETURN(L.mlp_down, w.matrix(f + (lfm2 ? "w2.weight" : "down_proj.weight"), h, width));
+                                                    {width, width}, h, {cols, cols}));
+    BRIGADE_ASSIGN_OR_RETURN(L.mlp_down, w.matrix(f + (lfm2 ? "w2.weight" : "down_proj.weight"), h, width, {}, cols));
     dense_linear_ += static_cast<double>(3 * width * h);
     return Status::ok();
   }
   dense_linear_ += static_cast<double>(3 * width * h);
-  // The shared MLP's gate|up: the Hub's input_linear, or a GGUF file's gate and up apart.
-  const auto shared_gate_up = [&]() -> Expected<OwnedTensor> {
+  // The shared MLP's gate|up, columns `c` of each: the Hub's input_linear, or a GGUF file's gate
+  // and up apart.
+  const auto shared_gate_up = [&](Slice c) -> Expected<OwnedTensor> {
     if (w.has(p + "shared_mlp.gate_proj.weight"))
-      return w.fused({p + "shared_mlp.gate_proj.weight", p + "shared_mlp.up_proj.weight"}, {width, width}, h);
-    return w.matrix(p + "shared_mlp.input_linear.weight", 2 * width, h);
+      return w.fused({p + "shared_mlp.gate_proj.weight", p + "shared_mlp.up_proj.weight"}, {width, width}, h, {c, c});
+    return w.fused({p + "shared_mlp.input_linear.weight", p + "shared_mlp.input_linear.weight"}, {2 * width, 2 * width}, h,
+                   {c, Slice{width + c.begin, c.size}});
   };
   if (config_.n_experts == 0) {
-    BRIGADE_ASSIGN_OR_RETURN(L.mlp_gate_up, shared_gate_up());
-    BRIGADE_ASSIGN_OR_RETURN(L.mlp_down, w.matrix(p + "shared_mlp.output_linear.weight", h, width));
+    BRIGADE_ASSIGN_OR_RETURN(L.mlp_gate_up, shared_gate_up(cols));
+    BRIGADE_ASSIGN_OR_RETURN(L.mlp_down, w.matrix(p + "shared_mlp.output_linear.weight", h, width, {}, cols));
     return Status::ok();
   }
   const int64_t e = config_.n_experts, inter = config_.moe_intermediate_size;
   const std::string m = p + "block_sparse_moe.";
+  // This rank's experts (all but under expert parallelism) and columns of each (all but split by
+  // columns), and its columns of the shared MLP.
+  const MoeShard& sh = moe_shard_;
+  const Slice items{sh.first_expert, sh.n_experts}, ic{sh.inter_begin, sh.inter}, sc{sh.shared_begin, sh.shared};
   w.quantize_linear(false);  // the router and the shared MLP stay float under weights: q8_0, as load_moe_block keeps them
   BRIGADE_ASSIGN_OR_RETURN(L.moe.router, w.matrix(m + "router.layer.weight", e, h));
-  BRIGADE_ASSIGN_OR_RETURN(L.moe.shared_gate_up, shared_gate_up());
-  BRIGADE_ASSIGN_OR_RETURN(L.moe.shared_down, w.matrix(p + "shared_mlp.output_linear.weight", h, width));
+  BRIGADE_ASSIGN_OR_RETURN(L.moe.shared_gate_up, shared_gate_up(sc));
+  BRIGADE_ASSIGN_OR_RETURN(L.moe.shared_down, w.matrix(p + "shared_mlp.output_linear.weight", h, width, {}, sc));
   if (w.has(m + "experts.gate_proj")) {  // a GGUF file's: gate and up apart, in their stored block types
     const bool keep_blocks = true;
-    BRIGADE_ASSIGN_OR_RETURN(L.moe.gate, w.stacked(m + "experts.gate_proj", e, inter, h, {}, {}, {}, keep_blocks));
-    BRIGADE_ASSIGN_OR_RETURN(L.moe.up, w.stacked(m + "experts.up_proj", e, inter, h, {}, {}, {}, keep_blocks));
-    BRIGADE_ASSIGN_OR_RETURN(L.moe.down, w.stacked(m + "output_linear.weight", e, h, inter, {}, {}, {}, keep_blocks));
+    BRIGADE_ASSIGN_OR_RETURN(L.moe.gate, w.stacked(m + "experts.gate_proj", e, inter, h, items, {ic}, {}, keep_blocks));
+    BRIGADE_ASSIGN_OR_RETURN(L.moe.up, w.stacked(m + "experts.up_proj", e, inter, h, items, {ic}, {}, keep_blocks));
+    BRIGADE_ASSIGN_OR_RETURN(L.moe.down, w.stacked(m + "output_linear.weight", e, h, inter, items, {}, ic, keep_blocks));
     w.quantize_linear(true);
     expert_params_ = static_cast<double>(3 * inter * h);
     dense_linear_ += static_cast<double>(e * h);  // the router
     return Status::ok();
   }
   w.quantize_linear(quantize && h % dtype_block_elems(*want) == 0);
-  BRIGADE_ASSIGN_OR_RETURN(L.moe.gate_up, w.stacked(m + "input_linear.weight", e, 2 * inter, h));
-  w.quantize_linear(quantize && inter % dtype_block_elems(*want) == 0);
-  BRIGADE_ASSIGN_OR_RETURN(L.moe.down, w.stacked(m + "output_linear.weight", e, h, inter));
+  BRIGADE_ASSIGN_OR_RETURN(L.moe.gate_up, w.stacked(m + "input_linear.weight", e, 2 * inter, h, items,
+                                                    {ic, Slice{inter + ic.begin, ic.size}}));
+  w.quantize_linear(quantize && sh.inter % dtype_block_elems(*want) == 0);
+  BRIGADE_ASSIGN_OR_RETURN(L.moe.down, w.stacked(m + "output_linear.weight", e, h, inter, items, {}, ic));
   w.quantize_linear(true);
   expert_params_ = static_cast<double>(3 * inter * h);
   dense_linear_ += static_cast<double>(e * h);  // the router
@@ -521,11 +600,16 @@ Status StateSpaceModel::load_mlp(WeightLoader& w, const std::string& p, int l, L
 
 Status StateSpaceModel::load_mlp_block(WeightLoader& w, const std::string& p, Layer& L) {
   const int64_t h = config_.hidden_size, inter = config_.intermediate_size;
-  BRIGADE_ASSIGN_OR_RETURN(L.up, w.matrix(p + "mixer.up_proj.weight", inter, h));
-  BRIGADE_ASSIGN_OR_RETURN(L.down, w.matrix(p + "mixer.down_proj.weight", h, inter));
+  const Slice cols = part(0, inter);  // this rank's columns
+  BRIGADE_ASSIGN_OR_RETURN(L.up, w.matrix(p + "mixer.up_proj.weight", inter, h, cols));
+  BRIGADE_ASSIGN_OR_RETURN(L.down, w.matrix(p + "mixer.down_proj.weight", h, inter, {}, cols));
   if (config_.mlp_bias) {
-    BRIGADE_ASSIGN_OR_RETURN(L.up_bias, w.vector_f32({p + "mixer.up_proj.bias"}, {inter}));
-    BRIGADE_ASSIGN_OR_RETURN(L.down_bias, w.vector_f32({p + "mixer.down_proj.bias"}, {h}));
+    BRIGADE_ASSIGN_OR_RETURN(L.up_bias, w.vector_f32({p + "mixer.up_proj.bias"}, {inter}, {cols}));
+    if (rank_ == 0) {  // added once, after the all-reduce's sum
+      BRIGADE_ASSIGN_OR_RETURN(L.down_bias, w.vector_f32({p + "mixer.down_proj.bias"}, {h}));
+    } else {
+      BRIGADE_RETURN_IF_ERROR(w.skip(p + "mixer.down_proj.bias", {h}));
+    }
   }
   dense_linear_ += static_cast<double>(2 * inter * h);
   return Status::ok();
@@ -536,29 +620,37 @@ Status StateSpaceModel::load_mlp_block(WeightLoader& w, const std::string& p, La
 // [hidden, I] (the Hub's experts.{e}.*, or transformers 5's stacked experts.up_proj [E, I, hidden]
 // and experts.down_proj [E, hidden, I]), the shared expert's shared_experts.up_proj / down_proj.
 // The router and the shared expert stay float under weights: q8_0 / q4_0 / q4_1, as
-// load_moe_block (models/moe_block.h) keeps them.
+// load_moe_block (models/moe_block.h) keeps them. A rank takes its experts' columns (or, with
+// expert parallelism, its experts) and its columns of the shared expert (moe_shard_).
 Status StateSpaceModel::load_nemotron_moe(WeightLoader& w, const std::string& p, Layer& L) {
   const int64_t h = config_.hidden_size, e = config_.n_experts, inter = config_.moe_intermediate_size;
   const int64_t shared = config_.shared_width();
   const std::string m = p + "mixer.";
   const std::optional<DType> want = options_.weight_dtype;
   const bool quantize = want && is_block_quantized(*want) && backend_.supports_weight_dtype(*want);
+  const MoeShard& sh = moe_shard_;
+  const Slice items{sh.first_expert, sh.n_experts}, ic{sh.inter_begin, sh.inter}, sc{sh.shared_begin, sh.shared};
   w.quantize_linear(false);
   BRIGADE_ASSIGN_OR_RETURN(L.moe.router, w.matrix(m + "gate.weight", e, h));
   BRIGADE_ASSIGN_OR_RETURN(L.moe.bias, w.vector_f32({m + "gate.e_score_correction_bias"}, {e}));
-  BRIGADE_ASSIGN_OR_RETURN(L.moe.shared_gate_up, w.matrix(m + "shared_experts.up_proj.weight", shared, h));
-  BRIGADE_ASSIGN_OR_RETURN(L.moe.shared_down, w.matrix(m + "shared_experts.down_proj.weight", h, shared));
-  // Expert e's rows of `proj` ([rows, cols] each): the stacked tensor's, or the Hub's one per expert.
-  const auto experts = [&](const char* proj, int64_t rows, int64_t cols) -> Expected<OwnedTensor> {
-    w.quantize_linear(quantize && cols % dtype_block_elems(*want) == 0);
+  BRIGADE_ASSIGN_OR_RETURN(L.moe.shared_gate_up, w.matrix(m + "shared_experts.up_proj.weight", shared, h, sc));
+  BRIGADE_ASSIGN_OR_RETURN(L.moe.shared_down, w.matrix(m + "shared_experts.down_proj.weight", h, shared, {}, sc));
+  // This rank's experts' rows `rs` and columns `cs` of `proj` ([rows, cols] each): the stacked
+  // tensor's, or the Hub's one per expert (the others' counted, not loaded).
+  const auto experts = [&](const char* proj, int64_t rows, int64_t cols, Slice rs, Slice cs) -> Expected<OwnedTensor> {
+    w.quantize_linear(quantize && cs.length(cols) % dtype_block_elems(*want) == 0);
     if (w.has(m + "experts." + proj))  // (a GGUF file's block types kept)
-      return w.stacked(m + "experts." + proj, e, rows, cols, {}, {}, {}, /*keep_blocks=*/gguf_);
+      return w.stacked(m + "experts." + proj, e, rows, cols, items, {rs}, cs, /*keep_blocks=*/gguf_);
     std::vector<std::string> names;
-    for (int64_t i = 0; i < e; ++i) names.push_back(m + "experts." + std::to_string(i) + "." + proj + ".weight");
-    return w.fused(names, std::vector<int64_t>(static_cast<size_t>(e), rows), cols);
+    for (int64_t i = 0; i < e; ++i) {
+      const std::string name = m + "experts." + std::to_string(i) + "." + proj + ".weight";
+      if (i >= items.begin && i < items.begin + items.size) names.push_back(name);
+      else BRIGADE_RETURN_IF_ERROR(w.skip(name, {rows, cols}));
+    }
+    return w.fused(names, std::vector<int64_t>(names.size(), rows), cols, std::vector<Slice>(names.size(), rs), cs);
   };
-  BRIGADE_ASSIGN_OR_RETURN(L.moe.gate_up, experts("up_proj", inter, h));  // relu2 experts: their up rows alone
-  BRIGADE_ASSIGN_OR_RETURN(L.moe.down, experts("down_proj", h, inter));
+  BRIGADE_ASSIGN_OR_RETURN(L.moe.gate_up, experts("up_proj", inter, h, ic, {}));  // relu2 experts: their up rows alone
+  BRIGADE_ASSIGN_OR_RETURN(L.moe.down, experts("down_proj", h, inter, {}, ic));
   w.quantize_linear(true);
   expert_params_ = static_cast<double>(2 * inter * h);
   dense_linear_ += static_cast<double>(e * h + 2 * shared * h);  // the router and the shared expert
@@ -577,13 +669,15 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
   // A stored lm_head is the head even where the config says tied: transformers' Nemotron-H never
   // ties (its _tied_weights_keys is empty), so its checkpoints may carry both.
   if (config_.tie_embeddings && w.has("lm_head.weight")) config_.tie_embeddings = false;
-  if (!config_.tie_embeddings) {
+  if (!config_.tie_embeddings && rank_ == 0) {  // (only rank 0 computes logits)
     BRIGADE_ASSIGN_OR_RETURN(ends_.lm_head, w.table("lm_head.weight", config_.vocab_size, h));
+  } else if (!config_.tie_embeddings) {
+    BRIGADE_RETURN_IF_ERROR(w.skip("lm_head.weight", {config_.vocab_size, h}));
   }
   n_slots_ = config_.recurrent() ? std::max(options_.state_slots, 1) : 0;  // (a hybrid of attention layers only: none)
   slot_next_.assign(static_cast<size_t>(n_slots_), -1);
   slot_page_.assign(static_cast<size_t>(n_slots_), -1);
-  if (config_.n_experts > 0) moe_shard_ = moe_shard(config_, 0, 1, false);  // the whole of each sparse layer
+  if (config_.n_experts > 0) moe_shard_ = moe_shard(config_, rank_, tp_, options_.expert_parallel);  // this rank's part
   layers_.resize(static_cast<size_t>(config_.n_layers));
   int kv_index = 0;
   for (int l = 0; l < config_.n_layers; ++l) {
@@ -631,8 +725,10 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
     }
     if (has_ffn()) BRIGADE_RETURN_IF_ERROR(load_mlp(w, p, l, L));
   }
-  if (config_.vision.present() && backend_.supports_vision()) BRIGADE_RETURN_IF_ERROR(images_.load(w));
+  if (config_.vision.present() && backend_.supports_vision() && tp_ == 1) BRIGADE_RETURN_IF_ERROR(images_.load(w));
   n_params_ = w.n_params() + host_params_;
+  dense_linear_ /= tp_;  // (step_cost: this rank's share)
+  expert_params_ /= tp_;
   weight_bytes_ = w.n_bytes() + host_bytes_;
   const int64_t n = options_.max_batch_tokens;
   const DType act = backend_.activation_dtype();
@@ -646,7 +742,10 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
   BRIGADE_ASSIGN_OR_RETURN(delta_, alloc_tensor(backend_, act, n, h));
   BRIGADE_ASSIGN_OR_RETURN(selected_, alloc_tensor(backend_, act, n, h));
   if (std::count(config_.mlp_layers.begin(), config_.mlp_layers.end(), true) > 0) {
-    BRIGADE_ASSIGN_OR_RETURN(up_, alloc_tensor(backend_, act, n, config_.intermediate_size));
+    BRIGADE_ASSIGN_OR_RETURN(up_, alloc_tensor(backend_, act, n, config_.intermediate_size / tp_));
+  }
+  if (split_norm_) {
+    BRIGADE_ASSIGN_OR_RETURN(sums_, alloc_tensor(backend_, DType::f32, n, 2));
   }
   if (config_.ssm.mamba1()) {  // proj_ holds x|z [n, 2 D], xbc_ the conv's output [n, D]
     const int64_t di = layout_.d_inner(), ns = layout_.state_size;
@@ -675,16 +774,16 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
     BRIGADE_ASSIGN_OR_RETURN(parallel_out_, alloc_tensor(backend_, act, n, h));
   }
   if (n_attn_ > 0 && !kimi()) {
-    const QkvLayout q = config_.qkv_layout();
-    BRIGADE_ASSIGN_OR_RETURN(qkv_, alloc_tensor(backend_, act, n, int64_t{q.n_heads + 2 * q.n_kv_heads} * q.head_dim));
+    const QkvLayout& q = qkv_;
+    BRIGADE_ASSIGN_OR_RETURN(qkv_scratch_, alloc_tensor(backend_, act, n, int64_t{q.n_heads + 2 * q.n_kv_heads} * q.head_dim));
     BRIGADE_ASSIGN_OR_RETURN(attn_, alloc_tensor(backend_, act, n, int64_t{q.n_heads} * q.head_dim));
     if (gated()) {
       BRIGADE_ASSIGN_OR_RETURN(gate_, alloc_tensor(backend_, act, n, int64_t{q.n_heads} * q.head_dim));
     }
   }
   if (has_ffn() && config_.n_moe_layers() < config_.n_layers) {  // layers with a dense SwiGLU
-    BRIGADE_ASSIGN_OR_RETURN(mlp_, alloc_tensor(backend_, act, n, 2 * ffn_width()));
-    BRIGADE_ASSIGN_OR_RETURN(act_, alloc_tensor(backend_, act, n, ffn_width()));
+    BRIGADE_ASSIGN_OR_RETURN(mlp_, alloc_tensor(backend_, act, n, 2 * ffn_width() / tp_));
+    BRIGADE_ASSIGN_OR_RETURN(act_, alloc_tensor(backend_, act, n, ffn_width() / tp_));
   }
   if (config_.n_experts > 0) {  // the MLP's experts, or Nemotron 3's MoE blocks
     BRIGADE_ASSIGN_OR_RETURN(moe_scratch_, allocate_moe_scratch(backend_, config_, moe_shard_, n));
@@ -825,8 +924,8 @@ void StateSpaceModel::run_mixer1(const Layer& L, int64_t n, const SsmSeqs& seqs,
 void StateSpaceModel::run_attention(const Layer& L, int64_t n, const KvCache& kv, const AttentionMeta& meta,
                                     const Tensor& normed, const Tensor& out) {
   Backend& b = backend_;
-  const QkvLayout qkv_layout = config_.qkv_layout();
-  const Tensor qkv = qkv_.tensor.rows(0, n), attn = attn_.tensor.rows(0, n);
+  const QkvLayout& qkv_layout = qkv_;  // this rank's heads
+  const Tensor qkv = qkv_scratch_.tensor.rows(0, n), attn = attn_.tensor.rows(0, n);
   const KvLayer cache = kv.layer(L.kv_index);
   b.matmul(normed, L.qkv.tensor, Tensor(), qkv);
   if (!L.q_norm.tensor.empty()) b.qk_head_norm(qkv, qkv_layout, L.q_norm.tensor, L.k_norm.tensor, config_.rms_eps);
@@ -855,6 +954,8 @@ Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const
   BRIGADE_ASSIGN_OR_RETURN(const std::vector<int32_t> attend_until, images_.begin_step(batch));
   for (int32_t id : batch.lora)
     if (id != 0) return unsupported(config_.arch + " runs no LoRA adapters");
+  if (rank_ != 0 && (!batch.logit_rows.empty() || !batch.hidden_rows.empty()))
+    return invalid_argument("tensor-parallel rank " + std::to_string(rank_) + " computes no logits or hidden rows");
   if (config_.recurrent()) {
     BRIGADE_RETURN_IF_ERROR(plan_states(batch));
     BRIGADE_RETURN_IF_ERROR(plan_snapshots(batch));
@@ -921,9 +1022,18 @@ Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const
       const Tensor proj = proj_.tensor.rows(0, n), xbc = xbc_.tensor.rows(0, n), y = y_.tensor.rows(0, n);
       b.matmul(normed, L.in_proj.tensor, L.in_bias.tensor, proj);
       b.ssm_conv(proj, layout_.d_inner(), L.conv_w.tensor, L.conv_b.tensor, seqs, L.conv_state.tensor, xbc);
+      // A gated norm whose one group spans the ranks: the scan gates only, then each row's sum of
+      // squares over every rank normalises it (as qk_norm_by_sums does OLMo 2's whole-width q).
       const SsmParams params{L.a.tensor, L.d.tensor, L.dt_bias.tensor, config_.ssm.dt_min, config_.ssm.dt_max,
-                             L.gated_norm.tensor, eps};
+                             split_norm_ ? Tensor() : L.gated_norm.tensor, eps};
       b.ssm_scan(proj, xbc, layout_, params, seqs, L.ssm_state.tensor, y);
+      if (split_norm_) {
+        const QkvLayout whole{layout_.n_heads, 0, layout_.head_dim};
+        const Tensor sums = sums_.tensor.rows(0, n), w = L.gated_norm.tensor;
+        b.qk_sum_squares(y, whole, sums);
+        BRIGADE_RETURN_IF_ERROR(reduce(sums));
+        b.qk_norm_by_sums(y, whole, sums, full_.d_inner(), 1, w, Tensor(w.data, w.dtype, {0}), eps);
+      }
       b.matmul(y, L.out_proj.tensor, L.out_bias.tensor, delta);
       if (parallel()) {  // Falcon-H1: the attention beside it, on the same normed input
         const Tensor attn_out = parallel_out_.tensor.rows(0, n);
@@ -933,11 +1043,13 @@ Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const
     } else {  // attention: without positions (Granite 4.0-H's, Nemotron-H's, Jamba's), or Qwen3-Next's, LFM2's
       run_attention(L, n, kv, meta, normed, delta);
     }
+    BRIGADE_RETURN_IF_ERROR(reduce(delta));  // (this rank's heads' or columns' part, summed)
     if (scale_residual) b.scale(delta, residual_scale);
     if (minimax()) rescale_residual(L.kind == Kind::ssm ? 0 : 1, residual, normed, delta);
     if (!has_ffn()) continue;
     b.add_rms_norm(residual, delta, L.ffn_norm.tensor, eps, normed);
     run_mlp(L, n, normed, delta);
+    BRIGADE_RETURN_IF_ERROR(reduce(delta));
     if (scale_residual) b.scale(delta, residual_scale);
     if (minimax()) rescale_residual(2, residual, normed, delta);
   }
@@ -986,7 +1098,7 @@ StepCost StateSpaceModel::step_cost(const StepBatch& batch, double kv_bytes_per_
             ends_.step_bytes(config_, n, any_logits) + 2.0 * batch.n_seqs() * state;
   if (n_attn_ > 0) {
     const AttentionWork work = attention_work(batch, 0);
-    c.flops += 4.0 * config_.head_dim * config_.n_heads * n_attn_ * work.pairs;
+    c.flops += 4.0 * config_.head_dim * qkv_.n_heads * n_attn_ * work.pairs;
     c.bytes += (work.kv_read + n) * kv_bytes_per_token;
   }
   images_.add_cost(batch, c);
@@ -995,8 +1107,62 @@ StepCost StateSpaceModel::step_cost(const StepBatch& batch, double kv_bytes_per_
 
 }  // namespace
 
-int64_t recurrent_state_bytes(const ModelConfig& c) {
+SsmLayout ssm_rank_layout(const ModelConfig& c, int tp) {
+  SsmLayout l = c.ssm.layout;
+  if (tp <= 1) return l;
+  l.n_heads /= tp;
+  if (l.n_groups % tp == 0) l.n_groups /= tp;  // (else a Mamba2 mixer's one group, whole on every rank)
+  return l;
+}
+
+Status check_state_space_parallel(const ModelConfig& c, int tp, bool expert_parallel) {
+  if (tp <= 1) return Status::ok();
+  const bool mixers = std::count(c.ssm_layers.begin(), c.ssm_layers.end(), true) > 0;
+  const std::string at = c.arch + " at tp " + std::to_string(tp) + ": ";
+  if (mixers && c.ssm.mamba1())
+    return unsupported(at + "its Mamba1 mixers do not split over tensor-parallel ranks; run it at tp 1");
+  if (mixers && (c.ssm.kda || c.ssm.lightning))
+    return unsupported(at + (c.ssm.kda ? "Kimi Linear's KDA blocks" : "MiniMax's lightning attention") +
+                       " do not split over tensor-parallel ranks; run it at tp 1");
   const SsmLayout& l = c.ssm.layout;
+  if (mixers && c.ssm.gated_delta && l.tiled_heads && l.n_groups < l.n_heads)
+    return unsupported(at + "llama.cpp's file tiles the value heads over the key heads, which do not split into "
+                       "contiguous ranks; run it at tp 1 (the Hub's safetensors split)");
+  // What the ranks split: the mixers' heads and groups (a Mamba2 mixer's one group stays whole),
+  // the attention heads, the dense MLPs' columns and the sparse layers' experts or columns.
+  const bool granite = c.arch == "granitemoehybrid";
+  const bool dense = c.n_moe_layers() < c.n_layers;
+  const int64_t dense_width = granite ? (c.n_experts > 0 ? 0 : c.shared_expert_intermediate_size) : c.intermediate_size;
+  const bool attention = c.n_attention_layers() > 0;
+  const auto divides = [&](int n) {
+    const bool groups = c.ssm.short_conv    ? true  // (channels alone)
+                        : c.ssm.gated_delta ? l.n_groups % n == 0
+                                            : l.n_groups == 1 || l.n_groups % n == 0;
+    return (!mixers || (l.n_heads % n == 0 && groups)) &&
+           (!attention || (c.n_heads % n == 0 && c.n_kv_heads % n == 0)) && (!dense || dense_width % n == 0) &&
+           moe_splits(c, n, expert_parallel);
+  };
+  if (divides(tp)) return Status::ok();
+  std::string fields, valid;
+  const auto field = [&](const std::string& f) { fields += (fields.empty() ? "" : ", ") + f; };
+  if (mixers) {
+    field(std::string(c.ssm.short_conv ? "the short convolutions' channels (" : "the mixers' heads (") +
+          std::to_string(l.n_heads) + ")");
+    if (c.ssm.gated_delta) field("linear_num_key_heads (" + std::to_string(l.n_groups) + ")");
+    else if (!c.ssm.short_conv && l.n_groups > 1) field("n_groups (" + std::to_string(l.n_groups) + ")");
+  }
+  if (attention) field("n_heads (" + std::to_string(c.n_heads) + "), n_kv_heads (" + std::to_string(c.n_kv_heads) + ")");
+  if (dense && dense_width > 0)
+    field(std::string(granite ? "shared_intermediate_size (" : "intermediate_size (") + std::to_string(dense_width) + ")");
+  if (c.n_moe_layers() > 0) field(moe_split_fields(c, expert_parallel));
+  for (int n = 1; n <= 64; ++n)
+    if (divides(n)) valid += (valid.empty() ? "" : ", ") + std::to_string(n);
+  return invalid_argument("tensor parallelism tp=" + std::to_string(tp) + " must divide " + fields +
+                          "; valid tp for this model: " + valid);
+}
+
+int64_t recurrent_state_bytes(const ModelConfig& c, int tp) {
+  const SsmLayout l = ssm_rank_layout(c, tp);
   const int64_t layers = std::count(c.ssm_layers.begin(), c.ssm_layers.end(), true);
   const int64_t conv_channels = c.ssm.mamba1() ? l.d_inner() : l.conv_dim();  // Mamba1 convolves x alone
   return layers * (int64_t{l.conv_kernel - 1} * conv_channels + l.d_inner() * l.state_size) *
@@ -1010,8 +1176,7 @@ Expected<std::unique_ptr<Model>> load_state_space(const Checkpoint& checkpoint, 
   if (!backend.supports_ssm())
     return unsupported(c.arch + " runs on a backend with the state-space ops (the CPU and CUDA backends); backend '" + backend.name() +
                        "' has none");
-  if (options.communicator != nullptr && options.communicator->size() > 1)
-    return unsupported(c.arch + " runs at tp 1 (tensor parallelism does not split its mixers)");
+  BRIGADE_RETURN_IF_ERROR(check_state_space_parallel(c, group_size(options), options.expert_parallel));
   if (options.lora_enabled()) return unsupported("LoRA adapters are not supported for " + c.arch);
   if (options.mtp) return unsupported(c.arch + " has no MTP module");
   if (c.n_experts > 0 && !backend.supports_moe())

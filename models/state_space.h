@@ -39,7 +39,19 @@
 // last step left it, or whose first KV page is not the one of the sequence the slot's state
 // belongs to, so a state is never read for a past it does not hold (the scheduler runs such a
 // model without a prefix cache, so no two live sequences share a page). The KV layout has the attention layers only (none: pages
-// only count positions). Runs where the backend has supports_ssm (the CPU and CUDA backends), at tp 1, without LoRA.
+// only count positions). Runs where the backend has supports_ssm (the CPU and CUDA backends), without LoRA.
+//
+// Tensor parallelism (LoadOptions::communicator of size tp > 1; check_state_space_parallel): each
+// rank holds 1/tp of every mixer's heads with their rows of in_proj, conv channels, A, D, dt_bias
+// and norm weights and their columns of out_proj (and its state: ssm_rank_layout), 1/tp of every
+// attention layer's heads (its KV cache too) and of every MLP's columns (experts by columns, or
+// whole experts with expert_parallel); each sublayer's output is all-reduced before the residual,
+// a bias after a reduction added by rank 0 alone. A Mamba2 mixer of one group (B and C shared by
+// all heads: Mamba2, Granite 4.0-H, Falcon-H1) keeps B and C whole on every rank, and its gated
+// RMSNorm, whose one group spans the ranks, all-reduces each row's sum of squares. Mamba1 mixers
+// (Mamba, FalconMamba, Jamba), Kimi Linear's KDA, MiniMax's lightning attention and llama.cpp's
+// tiled Qwen3.5 value heads run at tp 1; a vision tower is not loaded under tp > 1 (as the
+// decoders' rule: models/llama.cpp).
 #pragma once
 
 #include <memory>
@@ -51,14 +63,26 @@
 namespace brigade {
 
 // The bytes of one sequence's recurrent state (Model::state_bytes_per_slot): per state-space
-// layer, the conv's conv_kernel - 1 inputs and the scan's d_inner x state_size, f32.
-int64_t recurrent_state_bytes(const ModelConfig& c);
+// layer, the conv's conv_kernel - 1 inputs and the scan's d_inner x state_size, f32; under tensor
+// parallelism (tp > 1) one rank's part of it (its heads; a Mamba2 mixer of one group keeps B and
+// C whole on every rank).
+int64_t recurrent_state_bytes(const ModelConfig& c, int tp = 1);
+
+// The mixers' layout on one of tp ranks: 1/tp of the heads (Mamba2's, Gated DeltaNet's value
+// heads, the short conv's channels) and of the groups (Gated DeltaNet's key heads; a Mamba2
+// mixer's groups, or its one group whole on every rank). c.ssm.layout for tp 1.
+SsmLayout ssm_rank_layout(const ModelConfig& c, int tp);
+
+// Why tp ranks cannot split c (tp must divide the heads, groups, widths and experts its layers
+// split, and its mixers be ones that split: Mamba2, Gated DeltaNet, LFM2's short conv), or ok.
+Status check_state_space_parallel(const ModelConfig& c, int tp, bool expert_parallel);
 
 // Every weight shape-checked; the linear layers in the checkpoint's float type (or the one
 // options.weight_dtype asks: f32, bf16, f16, q8_0, q4_0, q4_1), the conv, A, D, dt_bias and norm
 // weights f32 (A as -exp(A_log)). max(options.state_slots, 1) state slots are allocated.
 // unsupported on a backend without the state-space ops (or, for Granite's experts, the MoE
-// ops), under tensor parallelism, with LoRA, an MTP module or fp8 weights.
+// ops), under a tensor parallelism check_state_space_parallel refuses, with LoRA, an MTP module or
+// fp8 weights.
 Expected<std::unique_ptr<Model>> load_state_space(const Checkpoint& checkpoint, Backend& backend, const LoadOptions& options);
 
 }  // namespace brigade

@@ -289,25 +289,28 @@ Expected<OwnedTensor> WeightLoader::fused(const std::vector<std::string>& names,
 
 Expected<OwnedTensor> WeightLoader::scaled(const std::vector<std::string>& names, const std::vector<int64_t>& rows,
                                            int64_t cols, const std::vector<Slice>& row_slices,
-                                           const std::vector<float>& scales) {
+                                           const std::vector<float>& scales, Slice col_slice) {
   BRIGADE_CHECK(names.size() == rows.size() && names.size() == scales.size() && !names.empty(), "one row count and scale per part");
   // Nothing to scale (a GGUF file's, whose converter folded them in): as fused(), block types kept.
-  if (std::all_of(scales.begin(), scales.end(), [](float s) { return s == 1.0f; })) return fused(names, rows, cols, row_slices);
+  if (std::all_of(scales.begin(), scales.end(), [](float s) { return s == 1.0f; }))
+    return fused(names, rows, cols, row_slices, col_slice);
+  check_slice(col_slice, cols);
+  const int64_t n_cols = col_slice.length(cols);
   std::vector<StoredWeight> parts;
   BRIGADE_ASSIGN_OR_RETURN(const int64_t total_rows, open_parts(names, rows, cols, row_slices, parts));
-  std::vector<float> host(static_cast<size_t>(total_rows * cols));
+  std::vector<float> host(static_cast<size_t>(total_rows * n_cols));
   float* dst = host.data();
   for (size_t i = 0; i < parts.size(); ++i) {
     count(names[i], parts[i].numel());
     const Slice s = part_slice(row_slices, i);
-    for (int64_t r = s.begin; r < s.begin + s.length(rows[i]); ++r, dst += cols) {
-      parts[i].read_row(0, r, 0, cols, DType::f32, reinterpret_cast<uint8_t*>(dst));
-      for (int64_t c = 0; c < cols; ++c) dst[c] *= scales[i];
+    for (int64_t r = s.begin; r < s.begin + s.length(rows[i]); ++r, dst += n_cols) {
+      parts[i].read_row(0, r, col_slice.begin, n_cols, DType::f32, reinterpret_cast<uint8_t*>(dst));
+      for (int64_t c = 0; c < n_cols; ++c) dst[c] *= scales[i];
     }
   }
   std::optional<DType> to = linear_want();
   if (!to && !parts[0].blocks() && !parts[0].quantized()) to = parts[0].raw().dtype;
-  return prepare(Tensor(host.data(), DType::f32, {total_rows, cols}), to);
+  return prepare(Tensor(host.data(), DType::f32, {total_rows, n_cols}), to);
 }
 
 Expected<LinearWeight> WeightLoader::fused_linear(const std::vector<std::string>& names, const std::vector<int64_t>& rows,

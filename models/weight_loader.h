@@ -81,12 +81,13 @@ class WeightLoader {
   // expert's down_proj).
   Expected<OwnedTensor> fused(const std::vector<std::string>& names, const std::vector<int64_t>& rows,
                               int64_t cols, const std::vector<Slice>& row_slices = {}, Slice col_slice = {});
-  // fused() of whole columns with part i's rows multiplied by scales[i] (Falcon-H1's muP
+  // fused() (columns col_slice, all by default) with part i's rows multiplied by scales[i] (Falcon-H1's muP
   // multipliers folded into its weights): staged as f32 to scale, then prepared as the type asked
   // for, else the first part's float type as stored (f32 for a block-quantized one). All scales 1:
   // fused() (a block-quantized part stays so).
   Expected<OwnedTensor> scaled(const std::vector<std::string>& names, const std::vector<int64_t>& rows, int64_t cols,
-                               const std::vector<Slice>& row_slices, const std::vector<float>& scales);
+                               const std::vector<Slice>& row_slices, const std::vector<float>& scales,
+                               Slice col_slice = {});
   // fused(), except that block-quantized parts of different types stay as they are (or q8_0 for
   // a type the backend does not multiply) in row groups of one type each, where the backend
   // supports_stacked_matmul and no type is asked for: Q4_K_M's q|k|v keeps its 4.5 and 6.5 bits

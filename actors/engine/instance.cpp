@@ -247,7 +247,7 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   int state_snapshots = 0;
   int64_t state_bytes = 0;
   if (dir_config && dir_config->recurrent()) {
-    const int64_t per_slot = std::max<int64_t>(1, recurrent_state_bytes(*dir_config));
+    const int64_t per_slot = std::max<int64_t>(1, recurrent_state_bytes(*dir_config, exe.tp));
     const int64_t budget = inst.kv.memory_mb * 1024 * 1024 / (dir_config->n_attention_layers() > 0 ? 2 : 1);
     const int64_t fit = std::max<int64_t>(1, budget / per_slot);
     const int64_t max_running = inst.scheduler.max_running;

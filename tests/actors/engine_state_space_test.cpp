@@ -63,6 +63,39 @@ TEST(EngineStateSpace, GreedyTokensMatchTransformers) {
   }
 }
 
+// Tensor parallelism (executor tp 2: two CPU ranks, each with its heads of every mixer and its
+// part of every sequence's state): transformers' greedy tokens, the three prompts run one by one
+// and then together, and the second round from the state snapshots (each rank restoring its part).
+TEST(EngineStateSpace, TwoTensorParallelRanksGiveTransformersTokens) {
+  for (const char* fixture : {"mamba2_bias", "nemotron_h_moe", "granite_hybrid", "qwen3_next", "lfm2", "falcon_h1",
+                              "gguf_nemotron_h"}) {
+    SCOPED_TRACE(fixture);
+    EngineOptions o = options(fixture);
+    o.topology.instances.front().executors.front().tp = 2;
+    auto engine = testing::create_engine(o);
+    ASSERT_TRUE(engine);
+    const auto cases = testing::read_fixture_cases(fixture);
+    for (int round = 0; round < 2; ++round)
+      for (const auto& fc : cases) {
+        auto c = engine->generate(testing::greedy_ids(fc.prompt, static_cast<int>(fc.greedy.size())));
+        ASSERT_TRUE(c.has_value()) << c.status().to_string();
+        EXPECT_EQ(c->token_ids, fc.greedy) << "round " << round << ", prompt of " << fc.prompt.size();
+        EXPECT_EQ(c->cached_tokens, round == 1 ? (static_cast<int>(fc.prompt.size()) - 1) / 8 * 8 : 0);
+      }
+    std::vector<std::future<Expected<Completion>>> together;
+    for (const auto& fc : cases)
+      together.push_back(std::async(std::launch::async, [&engine, &fc] {
+        return engine->generate(testing::greedy_ids(fc.prompt, static_cast<int>(fc.greedy.size())));
+      }));
+    for (size_t i = 0; i < cases.size(); ++i) {
+      auto c = together[i].get();
+      ASSERT_TRUE(c.has_value()) << c.status().to_string();
+      EXPECT_EQ(c->token_ids, cases[i].greedy) << "batched, prompt of " << cases[i].prompt.size();
+    }
+    EXPECT_GT(engine->stats().cache_state_restores, 0u);
+  }
+}
+
 // A conversation of three turns (each the last turn's prompt and answer, then more), a prompt
 // that shares only part of the first, and a repeat, with state snapshots and without (cache.state_snapshots
 // 0: every prompt computed whole): the same tokens; with them, the later turns start from the

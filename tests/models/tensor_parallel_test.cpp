@@ -59,6 +59,7 @@ Expected<std::vector<Rank>> load_ranks(const std::string& dir, int tp, bool expe
     opts.expert_parallel = expert_parallel;
     opts.weight_dtype = weights;
     opts.loras = loras;
+    opts.state_slots = 4;  // (a recurrent model's: a state per sequence of the steps below)
     BRIGADE_ASSIGN_OR_RETURN(k.model, Model::load(dir, *k.backend, opts));
     BRIGADE_ASSIGN_OR_RETURN(KvCache kv, KvCache::allocate(*k.backend, k.model->kv_layout(4 * kPagesPerSeq, kPageSize, DType::f32)));
     k.kv = std::make_unique<KvCache>(std::move(kv));
@@ -505,6 +506,81 @@ SyntheticModelSpec synthetic_moe(int n_layers, int n_experts) {
 
 // FP8 checkpoints: each rank dequantizes only its slices, with their own scales (blocks of
 // 24 x 40 in deepseek_v3_fp8_block end inside the ranks' column and head slices).
+// State-space models and hybrids (models/state_space.h): each rank runs its heads of every mixer
+// (Mamba2's in_proj rows, conv channels, A / D / dt_bias and gated-norm weights, out_proj columns;
+// Gated DeltaNet's key heads with their value heads; LFM2's short-conv channels) with its own part
+// of each sequence's state, its attention heads and MLP columns, and the sublayers' outputs are
+// all-reduced. tp=2 equals transformers on every fixture case (logits within its tolerance, greedy
+// tokens equal; the decode steps continue the ranks' states) and the unsharded model on two
+// sequences batched. mamba2_bias has one group: B and C whole on each rank, its gated norm's sums
+// of squares all-reduced; mamba2 and the hybrids two, one per rank.
+TEST(TensorParallel, StateSpaceModelsMatchTransformersAtTp2) {
+  for (const std::string fixture : {"mamba2", "mamba2_bias", "nemotron_h", "nemotron_h_bias", "granite_hybrid_dense",
+                                    "bamba", "falcon_h1", "falcon_h1_norm", "qwen3_5", "lfm2"}) {
+    SCOPED_TRACE(fixture);
+    auto whole = load_ranks(testing::fixture_dir(fixture), 0);
+    ASSERT_TRUE(whole.has_value()) << whole.status().to_string();
+    auto ranks = load_ranks(testing::fixture_dir(fixture), 2);
+    ASSERT_TRUE(ranks.has_value()) << ranks.status().to_string();
+    for (const Rank& r : *ranks) {
+      EXPECT_EQ(r.model->n_params(), (*whole)[0].model->n_params());
+      EXPECT_LT(r.model->weight_bytes(), (*whole)[0].model->weight_bytes());
+      EXPECT_LT(r.model->state_bytes_per_slot(), (*whole)[0].model->state_bytes_per_slot());
+    }
+    for (const testing::FixtureCase& fc : testing::read_fixture_cases(fixture)) {
+      const testing::FixtureRun run = run_fixture_on_ranks(*ranks, fc);
+      EXPECT_LE(run.max_abs_diff, testing::kLogitTol) << "prompt of " << fc.prompt.size();
+      EXPECT_EQ(run.greedy, fc.greedy) << "prompt of " << fc.prompt.size();
+    }
+    whole->clear();
+    ranks->clear();
+    expect_same_as_unsharded(testing::fixture_dir(fixture), 2);
+  }
+  // Qwen3.5 as the Hub ships it (with its vision tower): the text splits, the tower is not loaded
+  // under tp > 1 (images are refused there, as the decoders refuse them).
+  auto vl = load_ranks(testing::fixture_dir("qwen3_5_vl"), 2);
+  ASSERT_TRUE(vl.has_value()) << vl.status().to_string();
+  EXPECT_FALSE((*vl)[0].model->has_vision());
+  vl->clear();
+  expect_same_as_unsharded(testing::fixture_dir("qwen3_5_vl"), 2);
+}
+
+// The hybrids' sparse layers split as the decoders' do: experts by columns, or whole experts per
+// rank (Nemotron 3's relu2 experts and shared expert, Granite 4.0-H's experts beside its shared
+// MLP, Qwen3-Next's and Qwen3.5's sigmoid-gated shared expert, LFM2-MoE's).
+TEST(ExpertParallel, StateSpaceMoeMatchesTransformersAtTp2) {
+  for (const bool ep : {false, true}) {
+    expect_split_matches_transformers("nemotron_h_moe", 2, ep);
+    expect_split_matches_transformers("granite_hybrid", 2, ep);
+    expect_split_matches_transformers("qwen3_next", 2, ep);
+    expect_split_matches_transformers("qwen3_5_moe", 2, ep);
+    expect_split_matches_transformers("lfm2_moe", 2, ep);
+  }
+}
+
+// llama.cpp's files of the same families split alike (their tensors renamed to the Hub's).
+TEST(TensorParallel, StateSpaceGgufMatchesUnsharded) {
+  for (const std::string fixture : {"gguf_mamba2", "gguf_nemotron_h", "gguf_granitehybrid", "gguf_lfm2", "gguf_falcon_h1"})
+    expect_same_as_unsharded(testing::fixture_dir(fixture) + "/model.gguf", 2);
+}
+
+// What does not split is refused by name when the ranks load: Mamba1 mixers, llama.cpp's tiled
+// Qwen3.5 value heads, and a group size that does not divide the heads (the sizes that do listed).
+TEST(TensorParallel, StateSpaceSplitsItCannotMakeAreRefused) {
+  const auto refused = [](const std::string& path, int tp, const std::string& why) {
+    auto ranks = load_ranks(path, tp);
+    ASSERT_FALSE(ranks.has_value()) << path;
+    EXPECT_NE(ranks.status().message().find(why), std::string::npos) << ranks.status().message();
+  };
+  refused(testing::fixture_dir("mamba1"), 2, "its Mamba1 mixers do not split over tensor-parallel ranks");
+  refused(testing::fixture_dir("jamba"), 2, "its Mamba1 mixers do not split");
+  refused(testing::fixture_dir("gguf_qwen35") + "/model.gguf", 2, "tiles the value heads over the key heads");
+  refused(testing::fixture_dir("nemotron_h"), 4,
+          "tensor parallelism tp=4 must divide the mixers' heads (6), n_groups (2), n_heads (4), n_kv_heads (2)");
+  refused(testing::fixture_dir("nemotron_h"), 4, "valid tp for this model: 1, 2");
+  refused(testing::fixture_dir("qwen3_5"), 4, "linear_num_key_heads (2)");
+}
+
 TEST(TensorParallel, Fp8CheckpointsMatchUnsharded) {
   expect_same_as_unsharded(testing::fixture_dir("qwen3_fp8_block"), 2);
   expect_same_as_unsharded(testing::fixture_dir("llama_ct_channel"), 2);
