@@ -166,8 +166,8 @@ class StateSpaceModel final : public Model {
     const bool stored = gguf_;
     return host_vector(ck, name, shape, [stored](float v, int64_t) { return stored ? v : -std::exp(v); }, rows);
   }
-  // A Mamba1 mixer of normed [n, hidden] into delta.
-  void run_mixer1(const Layer& L, int64_t n, const SsmSeqs& seqs, const Tensor& normed, const Tensor& delta);
+  // A Mamba1 mixer of normed [n, hidden] into delta (this rank's part of it).
+  Status run_mixer1(const Layer& L, int64_t n, const SsmSeqs& seqs, const Tensor& normed, const Tensor& delta);
   Status load_attention(WeightLoader& w, const std::string& p, Layer& L);
   Status load_mlp(WeightLoader& w, const std::string& p, int l, Layer& L);
   Status load_mlp_block(WeightLoader& w, const std::string& p, Layer& L);
@@ -345,34 +345,42 @@ Status StateSpaceModel::load_mixer(const Checkpoint& ck, WeightLoader& w, const 
 // [R + 2 N, D] (loaded as its dt, B and C rows), dt_proj [D, R] + bias, A_log [D, N], D [D],
 // out_proj [hidden, D].
 Status StateSpaceModel::load_mixer1(const Checkpoint& ck, WeightLoader& w, const std::string& p, Layer& L) {
-  const int64_t h = config_.hidden_size, di = layout_.d_inner(), ns = layout_.state_size, k = layout_.conv_kernel;
+  const int64_t h = config_.hidden_size, di = full_.d_inner(), ns = layout_.state_size, k = layout_.conv_kernel;
   const int64_t r = config_.ssm.dt_rank;
   const std::string m = p + names_.mixer;
-  BRIGADE_ASSIGN_OR_RETURN(L.in_proj, w.matrix(m + "in_proj.weight", 2 * di, h));
-  BRIGADE_ASSIGN_OR_RETURN(L.out_proj, w.matrix(m + "out_proj.weight", h, di));
+  // This rank's channels: its rows of in_proj's x and z, of the conv, dt_proj, A and D, its
+  // columns of x_proj (whose dt, B and C outputs the ranks then sum) and of out_proj.
+  const Slice ch = part(0, di);
+  const std::vector<Slice> xz_rows = {ch, part(di, di)};
+  BRIGADE_ASSIGN_OR_RETURN(L.in_proj, w.fused({m + "in_proj.weight", m + "in_proj.weight"}, {2 * di, 2 * di}, h, xz_rows));
+  BRIGADE_ASSIGN_OR_RETURN(L.out_proj, w.matrix(m + "out_proj.weight", h, di, {}, ch));
   if (config_.ssm.proj_bias) {
-    BRIGADE_ASSIGN_OR_RETURN(L.in_bias, w.vector_f32({m + "in_proj.bias"}, {2 * di}));
-    BRIGADE_ASSIGN_OR_RETURN(L.out_bias, w.vector_f32({m + "out_proj.bias"}, {h}));
+    BRIGADE_ASSIGN_OR_RETURN(L.in_bias, w.vector_f32({m + "in_proj.bias", m + "in_proj.bias"}, {2 * di, 2 * di}, xz_rows));
+    if (rank_ == 0) {  // added once, after the all-reduce's sum
+      BRIGADE_ASSIGN_OR_RETURN(L.out_bias, w.vector_f32({m + "out_proj.bias"}, {h}));
+    } else {
+      BRIGADE_RETURN_IF_ERROR(w.skip(m + "out_proj.bias", {h}));
+    }
   }
-  BRIGADE_ASSIGN_OR_RETURN(L.conv_w, host_vector(ck, m + "conv1d.weight", {di, 1, k}, [](float v, int64_t) { return v; }));
+  BRIGADE_ASSIGN_OR_RETURN(L.conv_w, host_vector(ck, m + "conv1d.weight", {di, 1, k}, [](float v, int64_t) { return v; }, {ch}));
   if (config_.ssm.conv_bias) {
-    BRIGADE_ASSIGN_OR_RETURN(L.conv_b, w.vector_f32({m + "conv1d.bias"}, {di}));
+    BRIGADE_ASSIGN_OR_RETURN(L.conv_b, w.vector_f32({m + "conv1d.bias"}, {di}, {ch}));
   }
   const std::string x_proj = m + "x_proj.weight";
-  BRIGADE_ASSIGN_OR_RETURN(L.x_dt, w.matrix(x_proj, r + 2 * ns, di, {0, r}));
-  BRIGADE_ASSIGN_OR_RETURN(L.x_b, w.matrix(x_proj, r + 2 * ns, di, {r, ns}));
-  BRIGADE_ASSIGN_OR_RETURN(L.x_c, w.matrix(x_proj, r + 2 * ns, di, {r + ns, ns}));
-  BRIGADE_ASSIGN_OR_RETURN(L.dt_proj, w.matrix(m + "dt_proj.weight", di, r));
-  BRIGADE_ASSIGN_OR_RETURN(L.dt_bias1, w.vector_f32({m + "dt_proj.bias"}, {di}));
-  BRIGADE_ASSIGN_OR_RETURN(L.a, load_a(ck, m + "A_log", {di, ns}));
-  BRIGADE_ASSIGN_OR_RETURN(L.d, w.vector_f32({m + "D"}, {di}));
+  BRIGADE_ASSIGN_OR_RETURN(L.x_dt, w.matrix(x_proj, r + 2 * ns, di, {0, r}, ch));
+  BRIGADE_ASSIGN_OR_RETURN(L.x_b, w.matrix(x_proj, r + 2 * ns, di, {r, ns}, ch));
+  BRIGADE_ASSIGN_OR_RETURN(L.x_c, w.matrix(x_proj, r + 2 * ns, di, {r + ns, ns}, ch));
+  BRIGADE_ASSIGN_OR_RETURN(L.dt_proj, w.matrix(m + "dt_proj.weight", di, r, ch));
+  BRIGADE_ASSIGN_OR_RETURN(L.dt_bias1, w.vector_f32({m + "dt_proj.bias"}, {di}, {ch}));
+  BRIGADE_ASSIGN_OR_RETURN(L.a, load_a(ck, m + "A_log", {di, ns}, {ch}));
+  BRIGADE_ASSIGN_OR_RETURN(L.d, w.vector_f32({m + "D"}, {di}, {ch}));
   if (config_.arch == "jamba") {  // its dt, B and C norms have weights
     BRIGADE_ASSIGN_OR_RETURN(L.dt_norm, w.vector_f32({m + "dt_layernorm.weight"}, {r}));
     BRIGADE_ASSIGN_OR_RETURN(L.b_norm, w.vector_f32({m + "b_layernorm.weight"}, {ns}));
     BRIGADE_ASSIGN_OR_RETURN(L.c_norm, w.vector_f32({m + "c_layernorm.weight"}, {ns}));
   }
-  BRIGADE_ASSIGN_OR_RETURN(L.conv_state, alloc_tensor(backend_, DType::f32, n_slots_, (k - 1) * di));
-  BRIGADE_ASSIGN_OR_RETURN(L.ssm_state, alloc_tensor(backend_, DType::f32, n_slots_, di * ns));
+  BRIGADE_ASSIGN_OR_RETURN(L.conv_state, alloc_tensor(backend_, DType::f32, n_slots_, (k - 1) * layout_.d_inner()));
+  BRIGADE_ASSIGN_OR_RETURN(L.ssm_state, alloc_tensor(backend_, DType::f32, n_slots_, layout_.d_inner() * ns));
   dense_linear_ += static_cast<double>(2 * di * h + h * di + (r + 2 * ns) * di + di * r);
   return Status::ok();
 }
@@ -897,8 +905,8 @@ void StateSpaceModel::run_mlp(const Layer& L, int64_t n, const Tensor& normed, c
   backend_.matmul(act, L.mlp_down.tensor, Tensor(), delta);
 }
 
-void StateSpaceModel::run_mixer1(const Layer& L, int64_t n, const SsmSeqs& seqs, const Tensor& normed,
-                             const Tensor& delta) {
+Status StateSpaceModel::run_mixer1(const Layer& L, int64_t n, const SsmSeqs& seqs, const Tensor& normed,
+                                   const Tensor& delta) {
   const int64_t ns = layout_.state_size, r = config_.ssm.dt_rank;
   const Tensor xz = proj_.tensor.rows(0, n), x = xbc_.tensor.rows(0, n), y = y_.tensor.rows(0, n);
   const Tensor dtr = dtr_.tensor.rows(0, n), bm = bm_.tensor.rows(0, n), cm = cm_.tensor.rows(0, n);
@@ -909,6 +917,10 @@ void StateSpaceModel::run_mixer1(const Layer& L, int64_t n, const SsmSeqs& seqs,
   b.matmul(x, L.x_dt.tensor, Tensor(), dtr);
   b.matmul(x, L.x_b.tensor, Tensor(), bm);
   b.matmul(x, L.x_c.tensor, Tensor(), cm);
+  // Under tensor parallelism each rank's x_proj saw its channels only: dt, B and C are the sums.
+  BRIGADE_RETURN_IF_ERROR(reduce(dtr));
+  BRIGADE_RETURN_IF_ERROR(reduce(bm));
+  BRIGADE_RETURN_IF_ERROR(reduce(cm));
   if (const float eps = config_.ssm.bcdt_norm_eps; eps > 0.0f) {  // Jamba's RMSNorms, FalconMamba's weightless ones
     const Tensor& ones = ones_.tensor;
     auto weight = [&](const OwnedTensor& w, int64_t d) { return w.tensor.empty() ? Tensor(ones.data, DType::f32, {d}) : w.tensor; };
@@ -919,6 +931,7 @@ void StateSpaceModel::run_mixer1(const Layer& L, int64_t n, const SsmSeqs& seqs,
   b.matmul(dtr, L.dt_proj.tensor, L.dt_bias1.tensor, dt);
   b.ssm_scan_diag(x, dt, bm, cm, xz, layout_.d_inner(), L.a.tensor, L.d.tensor, seqs, L.ssm_state.tensor, y);
   b.matmul(y, L.out_proj.tensor, L.out_bias.tensor, delta);
+  return Status::ok();
 }
 
 void StateSpaceModel::run_attention(const Layer& L, int64_t n, const KvCache& kv, const AttentionMeta& meta,
@@ -1005,7 +1018,7 @@ Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const
       b.relu_squared(up);
       b.matmul(up, L.down.tensor, L.down_bias.tensor, delta);
     } else if (L.kind == Kind::ssm && config_.ssm.mamba1()) {
-      run_mixer1(L, n, seqs, normed, delta);
+      BRIGADE_RETURN_IF_ERROR(run_mixer1(L, n, seqs, normed, delta));
     } else if (L.kind == Kind::ssm && short_conv()) {  // LFM2: in_proj to B|C|x, C * conv(B * x), out_proj
       const Tensor proj = proj_.tensor.rows(0, n), y = y_.tensor.rows(0, n);
       b.matmul(normed, L.in_proj.tensor, L.in_bias.tensor, proj);
@@ -1119,11 +1132,9 @@ Status check_state_space_parallel(const ModelConfig& c, int tp, bool expert_para
   if (tp <= 1) return Status::ok();
   const bool mixers = std::count(c.ssm_layers.begin(), c.ssm_layers.end(), true) > 0;
   const std::string at = c.arch + " at tp " + std::to_string(tp) + ": ";
-  if (mixers && c.ssm.mamba1())
-    return unsupported(at + "its Mamba1 mixers do not split over tensor-parallel ranks; run it at tp 1");
   if (mixers && (c.ssm.kda || c.ssm.lightning))
-    return unsupported(at + (c.ssm.kda ? "Kimi Linear's KDA blocks" : "MiniMax's lightning attention") +
-                       " do not split over tensor-parallel ranks; run it at tp 1");
+    return unsupported(at + (c.ssm.kda ? "Kimi Linear's KDA blocks do not" : "MiniMax's lightning attention does not") +
+                       " split over tensor-parallel ranks; run it at tp 1");
   const SsmLayout& l = c.ssm.layout;
   if (mixers && c.ssm.gated_delta && l.tiled_heads && l.n_groups < l.n_heads)
     return unsupported(at + "llama.cpp's file tiles the value heads over the key heads, which do not split into "
@@ -1146,7 +1157,9 @@ Status check_state_space_parallel(const ModelConfig& c, int tp, bool expert_para
   std::string fields, valid;
   const auto field = [&](const std::string& f) { fields += (fields.empty() ? "" : ", ") + f; };
   if (mixers) {
-    field(std::string(c.ssm.short_conv ? "the short convolutions' channels (" : "the mixers' heads (") +
+    field(std::string(c.ssm.short_conv ? "the short convolutions' channels ("
+                      : c.ssm.mamba1()   ? "the mixers' channels ("
+                                         : "the mixers' heads (") +
           std::to_string(l.n_heads) + ")");
     if (c.ssm.gated_delta) field("linear_num_key_heads (" + std::to_string(l.n_groups) + ")");
     else if (!c.ssm.short_conv && l.n_groups > 1) field("n_groups (" + std::to_string(l.n_groups) + ")");

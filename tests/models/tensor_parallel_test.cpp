@@ -513,10 +513,11 @@ SyntheticModelSpec synthetic_moe(int n_layers, int n_experts) {
 // all-reduced. tp=2 equals transformers on every fixture case (logits within its tolerance, greedy
 // tokens equal; the decode steps continue the ranks' states) and the unsharded model on two
 // sequences batched. mamba2_bias has one group: B and C whole on each rank, its gated norm's sums
-// of squares all-reduced; mamba2 and the hybrids two, one per rank.
+// of squares all-reduced; mamba2 and the hybrids two, one per rank. Mamba1 (and FalconMamba,
+// whose dt, B and C norms follow the all-reduce of x_proj's outputs) split by channels.
 TEST(TensorParallel, StateSpaceModelsMatchTransformersAtTp2) {
   for (const std::string fixture : {"mamba2", "mamba2_bias", "nemotron_h", "nemotron_h_bias", "granite_hybrid_dense",
-                                    "bamba", "falcon_h1", "falcon_h1_norm", "qwen3_5", "lfm2"}) {
+                                    "bamba", "falcon_h1", "falcon_h1_norm", "qwen3_5", "lfm2", "mamba1", "falcon_mamba"}) {
     SCOPED_TRACE(fixture);
     auto whole = load_ranks(testing::fixture_dir(fixture), 0);
     ASSERT_TRUE(whole.has_value()) << whole.status().to_string();
@@ -555,25 +556,28 @@ TEST(ExpertParallel, StateSpaceMoeMatchesTransformersAtTp2) {
     expect_split_matches_transformers("qwen3_next", 2, ep);
     expect_split_matches_transformers("qwen3_5_moe", 2, ep);
     expect_split_matches_transformers("lfm2_moe", 2, ep);
+    expect_split_matches_transformers("jamba", 2, ep);  // Mamba1 mixers, attention, experts
   }
 }
 
 // llama.cpp's files of the same families split alike (their tensors renamed to the Hub's).
 TEST(TensorParallel, StateSpaceGgufMatchesUnsharded) {
-  for (const std::string fixture : {"gguf_mamba2", "gguf_nemotron_h", "gguf_granitehybrid", "gguf_lfm2", "gguf_falcon_h1"})
+  for (const std::string fixture : {"gguf_mamba2", "gguf_nemotron_h", "gguf_granitehybrid", "gguf_lfm2", "gguf_falcon_h1",
+                                    "gguf_mamba1", "gguf_jamba"})
     expect_same_as_unsharded(testing::fixture_dir(fixture) + "/model.gguf", 2);
 }
 
-// What does not split is refused by name when the ranks load: Mamba1 mixers, llama.cpp's tiled
-// Qwen3.5 value heads, and a group size that does not divide the heads (the sizes that do listed).
+// What does not split is refused by name when the ranks load: Kimi Linear's KDA, MiniMax's
+// lightning attention, llama.cpp's tiled Qwen3.5 value heads, and a group size that does not
+// divide the heads (the sizes that do listed).
 TEST(TensorParallel, StateSpaceSplitsItCannotMakeAreRefused) {
   const auto refused = [](const std::string& path, int tp, const std::string& why) {
     auto ranks = load_ranks(path, tp);
     ASSERT_FALSE(ranks.has_value()) << path;
     EXPECT_NE(ranks.status().message().find(why), std::string::npos) << ranks.status().message();
   };
-  refused(testing::fixture_dir("mamba1"), 2, "its Mamba1 mixers do not split over tensor-parallel ranks");
-  refused(testing::fixture_dir("jamba"), 2, "its Mamba1 mixers do not split");
+  refused(testing::fixture_dir("kimi_linear"), 2, "Kimi Linear's KDA blocks do not split over tensor-parallel ranks");
+  refused(testing::fixture_dir("minimax"), 2, "MiniMax's lightning attention does not split");
   refused(testing::fixture_dir("gguf_qwen35") + "/model.gguf", 2, "tiles the value heads over the key heads");
   refused(testing::fixture_dir("nemotron_h"), 4,
           "tensor parallelism tp=4 must divide the mixers' heads (6), n_groups (2), n_heads (4), n_kv_heads (2)");
