@@ -9,10 +9,11 @@ namespace brigade {
 namespace {
 
 // Tensor `name` of `numel` elements whose shape is `want` but for dimensions of size 1 (A_log's
-// [1, 1, H, 1], a conv's [C, 1, K] or llama.cpp's [1, C, 1, K]) appended to host as f32 through f.
+// [1, 1, H, 1], a conv's [C, 1, K] or llama.cpp's [1, C, 1, K]) appended to host as f32 through f:
+// its elements [begin, end) in storage order (all when end < 0).
 template <typename F>
 Status append_host(const Checkpoint& ck, const std::string& name, const std::vector<int64_t>& want, F f,
-                   std::vector<float>& host) {
+                   std::vector<float>& host, int64_t begin = 0, int64_t end = -1) {
   BRIGADE_ASSIGN_OR_RETURN(RawTensor t, ck.tensor(name));
   std::vector<int64_t> squeezed, want_squeezed;
   for (int64_t d : t.shape)
@@ -27,7 +28,7 @@ Status append_host(const Checkpoint& ck, const std::string& name, const std::vec
   }
   if (t.block_quantized() || (t.dtype != DType::f32 && t.dtype != DType::bf16 && t.dtype != DType::f16))
     return corrupt(t.file + ": tensor '" + name + "' is stored " + t.type_name() + "; it must be F32, BF16 or F16");
-  for (int64_t i = 0; i < t.numel(); ++i) host.push_back(f(static_cast<float>(t.at(i))));
+  for (int64_t i = begin; i < (end < 0 ? t.numel() : end); ++i) host.push_back(f(static_cast<float>(t.at(i))));
   return Status::ok();
 }
 
@@ -40,40 +41,42 @@ Expected<OwnedTensor> upload_f32(Backend& backend, const std::vector<float>& hos
 }  // namespace
 
 Status load_kda_block(const Checkpoint& ck, WeightLoader& w, Backend& backend, const ModelConfig& c, const std::string& p,
-                      bool gguf, KdaBlock& out, int64_t& host_params) {
+                      bool gguf, Slice heads, KdaBlock& out, int64_t& host_params) {
   const SsmLayout& l = c.ssm.layout;
-  const int64_t h = c.hidden_size, heads = l.n_heads, d = l.head_dim, hd = heads * d, k = l.conv_kernel;
+  const int64_t h = c.hidden_size, d = l.head_dim, hd = int64_t{l.n_heads} * d, k = l.conv_kernel;
   const std::string m = p + "self_attn.";
-  BRIGADE_ASSIGN_OR_RETURN(out.qkv,
-                           w.fused({m + "q_proj.weight", m + "k_proj.weight", m + "v_proj.weight"}, {hd, hd, hd}, h));
+  const Slice ch{heads.begin * d, heads.size * d};  // the heads' channels
+  BRIGADE_ASSIGN_OR_RETURN(out.qkv, w.fused({m + "q_proj.weight", m + "k_proj.weight", m + "v_proj.weight"}, {hd, hd, hd},
+                                            h, {ch, ch, ch}));
   const auto same = [](float v) { return v; };
   std::vector<float> conv;
   for (const char* part : {"q_conv1d.weight", "k_conv1d.weight", "v_conv1d.weight"})
-    BRIGADE_RETURN_IF_ERROR(append_host(ck, m + part, {hd, 1, k}, same, conv));
+    BRIGADE_RETURN_IF_ERROR(append_host(ck, m + part, {hd, 1, k}, same, conv, ch.begin * k, (ch.begin + ch.size) * k));
   BRIGADE_ASSIGN_OR_RETURN(out.conv_w, upload_f32(backend, conv));
   std::vector<float> a, dt_bias;
-  BRIGADE_RETURN_IF_ERROR(append_host(ck, m + "A_log", {heads}, [gguf](float v) { return gguf ? v : -std::exp(v); }, a));
-  BRIGADE_RETURN_IF_ERROR(append_host(ck, m + "dt_bias", {hd}, same, dt_bias));
+  BRIGADE_RETURN_IF_ERROR(append_host(ck, m + "A_log", {l.n_heads}, [gguf](float v) { return gguf ? v : -std::exp(v); }, a,
+                                      heads.begin, heads.begin + heads.size));
+  BRIGADE_RETURN_IF_ERROR(append_host(ck, m + "dt_bias", {hd}, same, dt_bias, ch.begin, ch.begin + ch.size));
   BRIGADE_ASSIGN_OR_RETURN(out.a, upload_f32(backend, a));
   BRIGADE_ASSIGN_OR_RETURN(out.dt_bias, upload_f32(backend, dt_bias));
-  host_params += static_cast<int64_t>(conv.size() + a.size() + dt_bias.size());
+  host_params += 3 * hd * k + l.n_heads + hd;
   BRIGADE_ASSIGN_OR_RETURN(out.f_a, w.matrix(m + "f_a_proj.weight", d, h));
-  BRIGADE_ASSIGN_OR_RETURN(out.f_b, w.matrix(m + "f_b_proj.weight", hd, d));
-  BRIGADE_ASSIGN_OR_RETURN(out.b, w.matrix(m + "b_proj.weight", heads, h));
+  BRIGADE_ASSIGN_OR_RETURN(out.f_b, w.matrix(m + "f_b_proj.weight", hd, d, ch));
+  BRIGADE_ASSIGN_OR_RETURN(out.b, w.matrix(m + "b_proj.weight", l.n_heads, h, heads));
   BRIGADE_ASSIGN_OR_RETURN(out.g_a, w.matrix(m + "g_a_proj.weight", d, h));
-  BRIGADE_ASSIGN_OR_RETURN(out.g_b, w.matrix(m + "g_b_proj.weight", hd, d));
+  BRIGADE_ASSIGN_OR_RETURN(out.g_b, w.matrix(m + "g_b_proj.weight", hd, d, ch));
   BRIGADE_ASSIGN_OR_RETURN(out.o_norm, w.vector_f32({m + "o_norm.weight"}, {d}));
-  BRIGADE_ASSIGN_OR_RETURN(out.o, w.matrix(m + "o_proj.weight", h, hd));
+  BRIGADE_ASSIGN_OR_RETURN(out.o, w.matrix(m + "o_proj.weight", h, hd, {}, ch));
   return Status::ok();
 }
 
-Status allocate_kimi_scratch(Backend& backend, const ModelConfig& c, int64_t rows, KimiScratch& s) {
+Status allocate_kimi_scratch(Backend& backend, const ModelConfig& c, const SsmLayout& l, int64_t mla_heads, int64_t rows,
+                             KimiScratch& s) {
   const DType act = backend.activation_dtype();
   const auto make = [&](OwnedTensor& dst, int64_t cols) -> Status {
     BRIGADE_ASSIGN_OR_RETURN(dst, alloc_tensor(backend, act, rows, cols));
     return Status::ok();
   };
-  const SsmLayout& l = c.ssm.layout;
   const int64_t hd = l.d_inner();
   if (c.recurrent()) {
     for (OwnedTensor* t : {&s.qkv_in, &s.qkv}) BRIGADE_RETURN_IF_ERROR(make(*t, l.conv_dim()));
@@ -82,7 +85,7 @@ Status allocate_kimi_scratch(Backend& backend, const ModelConfig& c, int64_t row
     BRIGADE_RETURN_IF_ERROR(make(s.beta, l.n_heads));
   }
   if (c.n_attention_layers() == 0) return Status::ok();
-  return allocate_mla_scratch(backend, c, c.n_heads, rows, s.mla);
+  return allocate_mla_scratch(backend, c, mla_heads, rows, s.mla);
 }
 
 int64_t kda_linear_params(const ModelConfig& c) {
@@ -91,9 +94,9 @@ int64_t kda_linear_params(const ModelConfig& c) {
   return h * (l.conv_dim() + 2 * d + l.n_heads + hd) + 2 * hd * d;  // q|k|v, f_a, g_a, b, o; f_b, g_b
 }
 
-void run_kda_block(Backend& b, const ModelConfig& c, const KdaBlock& k, const KimiScratch& s, const SsmSeqs& seqs,
-                   const Tensor& conv_state, const Tensor& state, const Tensor& normed, const Tensor& delta) {
-  const SsmLayout& l = c.ssm.layout;
+void run_kda_block(Backend& b, const ModelConfig& c, const SsmLayout& l, const KdaBlock& k, const KimiScratch& s,
+                   const SsmSeqs& seqs, const Tensor& conv_state, const Tensor& state, const Tensor& normed,
+                   const Tensor& delta) {
   const int64_t n = normed.dim(0);
   const Tensor qkv_in = s.qkv_in.tensor.rows(0, n), qkv = s.qkv.tensor.rows(0, n), low = s.low.tensor.rows(0, n);
   const Tensor f = s.f.tensor.rows(0, n), beta = s.beta.tensor.rows(0, n), gate = s.gate.tensor.rows(0, n);
@@ -114,9 +117,10 @@ void run_kda_block(Backend& b, const ModelConfig& c, const KdaBlock& k, const Ki
   b.matmul(y, k.o.tensor, Tensor(), delta);
 }
 
-void run_nope_mla(Backend& b, const ModelConfig& c, const MlaWeights& a, const KimiScratch& s, const KvLayer& cache,
-                  const AttentionMeta& meta, const Tensor& slots, const Tensor& normed, const Tensor& delta) {
-  const MlaLayout mla{c.n_heads, c.kv_lora_rank, c.qk_rope_head_dim};
+void run_nope_mla(Backend& b, const ModelConfig& c, int n_heads, const MlaWeights& a, const KimiScratch& s,
+                  const KvLayer& cache, const AttentionMeta& meta, const Tensor& slots, const Tensor& normed,
+                  const Tensor& delta) {
+  const MlaLayout mla{n_heads, c.kv_lora_rank, c.qk_rope_head_dim};
   const MlaStep step = mla_project(b, c, a, s.mla, normed);
   mla_cache_and_absorb(b, a, step, mla.n_heads, cache, slots);  // q_pe and k_pe as they are: no RoPE
   b.mla_attention(step.q_lat, step.q_pe, mla, cache, meta, c.attn_scale, step.o_lat);

@@ -48,21 +48,29 @@ struct KimiScratch {
 // KdaBlock of layer prefix `p` (model.layers.{l}.): self_attn.{q,k,v}_proj, {q,k,v}_conv1d [H D, 1,
 // K], f_a_proj, f_b_proj, A_log ([1, 1, H, 1] as the Hub's, [H] or llama.cpp's A as stored),
 // dt_bias [H D], b_proj, g_a_proj, g_b_proj, o_norm, o_proj; `gguf`: A_log holds A already.
-// host_params counts the parameters read to the host (the conv, A, dt_bias).
+// `heads`: a tensor-parallel rank's heads (their rows of q/k/v, the conv, f_b, b, g_b, A and
+// dt_bias, their columns of o_proj; f_a and g_a whole), all of them for {0, H}. host_params counts
+// the parameters read to the host (the conv, A, dt_bias), all heads'.
 Status load_kda_block(const Checkpoint& ck, WeightLoader& w, Backend& backend, const ModelConfig& c, const std::string& p,
-                      bool gguf, KdaBlock& out, int64_t& host_params);
-Status allocate_kimi_scratch(Backend& backend, const ModelConfig& c, int64_t rows, KimiScratch& s);
+                      bool gguf, Slice heads, KdaBlock& out, int64_t& host_params);
+// Scratch for the KDA blocks of layout `l` (a rank's: ssm_rank_layout) and MLA blocks of
+// `mla_heads` heads.
+Status allocate_kimi_scratch(Backend& backend, const ModelConfig& c, const SsmLayout& l, int64_t mla_heads, int64_t rows,
+                             KimiScratch& s);
 // The elements of one KDA block's linear weights (Model::step_cost's dense work per token; an MLA
 // block's: mla_linear_params).
 int64_t kda_linear_params(const ModelConfig& c);
 
-// A KDA block of normed [n, h] into delta [n, h], continuing each sequence's conv_state
+// A KDA block of layout `l`'s heads (a rank's part under tensor parallelism: its delta is then a
+// partial sum) of normed [n, h] into delta [n, h], continuing each sequence's conv_state
 // [slots, (K - 1), 3 H D] and state [slots, H, D, D] (f32).
-void run_kda_block(Backend& b, const ModelConfig& c, const KdaBlock& k, const KimiScratch& s, const SsmSeqs& seqs,
-                   const Tensor& conv_state, const Tensor& state, const Tensor& normed, const Tensor& delta);
-// An MLA block of normed [n, h] into delta [n, h]: the latent rows into `cache` at `slots` [n],
-// attention over each sequence's rows (meta).
-void run_nope_mla(Backend& b, const ModelConfig& c, const MlaWeights& a, const KimiScratch& s, const KvLayer& cache,
-                  const AttentionMeta& meta, const Tensor& slots, const Tensor& normed, const Tensor& delta);
+void run_kda_block(Backend& b, const ModelConfig& c, const SsmLayout& l, const KdaBlock& k, const KimiScratch& s,
+                   const SsmSeqs& seqs, const Tensor& conv_state, const Tensor& state, const Tensor& normed,
+                   const Tensor& delta);
+// An MLA block of `n_heads` heads (a rank's) of normed [n, h] into delta [n, h]: the latent rows
+// into `cache` at `slots` [n], attention over each sequence's rows (meta).
+void run_nope_mla(Backend& b, const ModelConfig& c, int n_heads, const MlaWeights& a, const KimiScratch& s,
+                  const KvLayer& cache, const AttentionMeta& meta, const Tensor& slots, const Tensor& normed,
+                  const Tensor& delta);
 
 }  // namespace brigade

@@ -703,12 +703,12 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
       dense_linear_ += static_cast<double>(lightning_linear_params(config_));
     } else if (kimi() && L.kind == Kind::ssm) {
       const int64_t k = layout_.conv_kernel;
-      BRIGADE_RETURN_IF_ERROR(load_kda_block(ck, w, backend_, config_, p, gguf_, L.kda, host_params_));
+      BRIGADE_RETURN_IF_ERROR(load_kda_block(ck, w, backend_, config_, p, gguf_, part(0, full_.n_heads), L.kda, host_params_));
       BRIGADE_ASSIGN_OR_RETURN(L.conv_state, alloc_tensor(backend_, DType::f32, n_slots_, (k - 1) * layout_.conv_dim()));
       BRIGADE_ASSIGN_OR_RETURN(L.ssm_state, alloc_tensor(backend_, DType::f32, n_slots_, layout_.d_inner() * layout_.state_size));
       dense_linear_ += static_cast<double>(kda_linear_params(config_));
     } else if (kimi()) {
-      BRIGADE_RETURN_IF_ERROR(load_mla_weights(w, config_, p, Slice{}, L.mla));
+      BRIGADE_RETURN_IF_ERROR(load_mla_weights(w, config_, p, part(0, config_.n_heads), L.mla));
       L.kv_index = kv_index++;
       dense_linear_ += static_cast<double>(mla_linear_params(config_));
     } else if (L.kind == Kind::ssm && config_.ssm.mamba1()) {
@@ -768,7 +768,7 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
     BRIGADE_ASSIGN_OR_RETURN(ones_, alloc_tensor(backend_, DType::f32, 1, static_cast<int64_t>(ones.size())));
     backend_.upload(ones_.tensor, ones.data());
   } else if (kimi()) {
-    BRIGADE_RETURN_IF_ERROR(allocate_kimi_scratch(backend_, config_, n, kimi_));
+    BRIGADE_RETURN_IF_ERROR(allocate_kimi_scratch(backend_, config_, layout_, config_.n_heads / tp_, n, kimi_));
   } else if (minimax()) {
     BRIGADE_RETURN_IF_ERROR(allocate_lightning_scratch(backend_, config_, n, lightning_));
   } else if (config_.recurrent()) {  // (the short conv's output goes from proj_ to y_ directly)
@@ -1007,9 +1007,10 @@ Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const
     if (minimax() && L.kind == Kind::ssm) {  // lightning attention: silu(qkv), the decayed sum, norm, gate
       run_lightning_block(b, config_, L.lightning, lightning_, seqs, L.ssm_state.tensor, normed, delta);
     } else if (kimi() && L.kind == Kind::ssm) {  // KDA: the conv over q|k|v, the per-channel delta rule, the gated norm
-      run_kda_block(b, config_, L.kda, kimi_, seqs, L.conv_state.tensor, L.ssm_state.tensor, normed, delta);
+      run_kda_block(b, config_, layout_, L.kda, kimi_, seqs, L.conv_state.tensor, L.ssm_state.tensor, normed, delta);
     } else if (kimi()) {  // MLA without RoPE
-      run_nope_mla(b, config_, L.mla, kimi_, kv.layer(L.kv_index), meta, ints_.slots(n), normed, delta);
+      run_nope_mla(b, config_, config_.n_heads / tp_, L.mla, kimi_, kv.layer(L.kv_index), meta, ints_.slots(n), normed,
+                   delta);
     } else if (L.kind == Kind::moe) {  // Nemotron 3's: relu2 experts beside a relu2 shared expert
       run_moe_block(b, config_, moe_shard_, L.moe, moe_scratch_, normed, delta);
     } else if (L.kind == Kind::mlp) {  // Nemotron-H's: up_proj, relu2, down_proj
@@ -1132,9 +1133,8 @@ Status check_state_space_parallel(const ModelConfig& c, int tp, bool expert_para
   if (tp <= 1) return Status::ok();
   const bool mixers = std::count(c.ssm_layers.begin(), c.ssm_layers.end(), true) > 0;
   const std::string at = c.arch + " at tp " + std::to_string(tp) + ": ";
-  if (mixers && (c.ssm.kda || c.ssm.lightning))
-    return unsupported(at + (c.ssm.kda ? "Kimi Linear's KDA blocks do not" : "MiniMax's lightning attention does not") +
-                       " split over tensor-parallel ranks; run it at tp 1");
+  if (mixers && c.ssm.lightning)
+    return unsupported(at + "MiniMax's lightning attention does not split over tensor-parallel ranks; run it at tp 1");
   const SsmLayout& l = c.ssm.layout;
   if (mixers && c.ssm.gated_delta && l.tiled_heads && l.n_groups < l.n_heads)
     return unsupported(at + "llama.cpp's file tiles the value heads over the key heads, which do not split into "
@@ -1150,7 +1150,7 @@ Status check_state_space_parallel(const ModelConfig& c, int tp, bool expert_para
                         : c.ssm.gated_delta ? l.n_groups % n == 0
                                             : l.n_groups == 1 || l.n_groups % n == 0;
     return (!mixers || (l.n_heads % n == 0 && groups)) &&
-           (!attention || (c.n_heads % n == 0 && c.n_kv_heads % n == 0)) && (!dense || dense_width % n == 0) &&
+           (!attention || (c.n_heads % n == 0 && (c.is_mla() || c.n_kv_heads % n == 0))) && (!dense || dense_width % n == 0) &&
            moe_splits(c, n, expert_parallel);
   };
   if (divides(tp)) return Status::ok();
@@ -1164,7 +1164,9 @@ Status check_state_space_parallel(const ModelConfig& c, int tp, bool expert_para
     if (c.ssm.gated_delta) field("linear_num_key_heads (" + std::to_string(l.n_groups) + ")");
     else if (!c.ssm.short_conv && l.n_groups > 1) field("n_groups (" + std::to_string(l.n_groups) + ")");
   }
-  if (attention) field("n_heads (" + std::to_string(c.n_heads) + "), n_kv_heads (" + std::to_string(c.n_kv_heads) + ")");
+  if (attention)
+    field("n_heads (" + std::to_string(c.n_heads) + ")" +
+          (c.is_mla() ? "" : ", n_kv_heads (" + std::to_string(c.n_kv_heads) + ")"));
   if (dense && dense_width > 0)
     field(std::string(granite ? "shared_intermediate_size (" : "intermediate_size (") + std::to_string(dense_width) + ")");
   if (c.n_moe_layers() > 0) field(moe_split_fields(c, expert_parallel));
