@@ -15,6 +15,7 @@
 #include <string>
 
 #include "core/backend.h"
+#include "core/communicator.h"
 #include "models/model_config.h"
 #include "models/weight_loader.h"
 
@@ -39,16 +40,22 @@ float lightning_slope(int n_heads, int h, int l, int n_layers);
 
 // LightningBlock of layer l, prefix `p` (model.layers.{l}.): self_attn.qkv_proj, output_gate, norm,
 // out_proj; the decays from the config (a checkpoint's slope_rate / *_decay buffers are
-// transformers' cache of the same numbers and are not read).
+// transformers' cache of the same numbers and are not read). `heads`: a tensor-parallel rank's
+// (their rows of qkv_proj and output_gate, norm weights and decays, their columns of out_proj),
+// all of them for {0, H}.
 Status load_lightning_block(WeightLoader& w, Backend& backend, const ModelConfig& c, int l, const std::string& p,
-                            LightningBlock& out);
-Status allocate_lightning_scratch(Backend& backend, const ModelConfig& c, int64_t rows, LightningScratch& s);
+                            Slice heads, LightningBlock& out);
+// Scratch for `l`'s heads (a rank's: ssm_rank_layout).
+Status allocate_lightning_scratch(Backend& backend, const SsmLayout& l, int64_t rows, LightningScratch& s);
 // The elements of one lightning block's linear weights (Model::step_cost).
 int64_t lightning_linear_params(const ModelConfig& c);
 
-// A lightning block of normed [n, h] into delta [n, h], continuing each sequence's state
-// [slots, H, D, D] (f32).
-void run_lightning_block(Backend& b, const ModelConfig& c, const LightningBlock& k, const LightningScratch& s,
-                         const SsmSeqs& seqs, const Tensor& state, const Tensor& normed, const Tensor& delta);
+// A lightning block of layout `l`'s heads of normed [n, h] into delta [n, h], continuing each
+// sequence's state [slots, H, D, D] (f32). Under tensor parallelism (comm, a rank's heads in `l`)
+// delta is this rank's partial sum, and the norm over all H D channels all-reduces each row's sum
+// of squares through `sums` [n, 2] f32; comm null: one rank.
+Status run_lightning_block(Backend& b, const ModelConfig& c, const SsmLayout& l, const LightningBlock& k,
+                           const LightningScratch& s, const SsmSeqs& seqs, const Tensor& state, const Tensor& normed,
+                           const Tensor& delta, Communicator* comm, const Tensor& sums);
 
 }  // namespace brigade

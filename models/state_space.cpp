@@ -15,6 +15,7 @@
 #include "models/rope_scaling.h"
 #include "models/step_check.h"
 #include "models/step_inputs.h"
+#include "models/tensor_parallel.h"
 #include "models/weight_loader.h"
 
 namespace brigade {
@@ -698,7 +699,7 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
                                                                     : Kind::attention;
     BRIGADE_ASSIGN_OR_RETURN(L.norm, w.vector_f32({p + names_.mixer_norm}, {h}, {}, norm_offset()));
     if (minimax() && L.kind == Kind::ssm) {  // no conv: its state is S alone
-      BRIGADE_RETURN_IF_ERROR(load_lightning_block(w, backend_, config_, l, p, L.lightning));
+      BRIGADE_RETURN_IF_ERROR(load_lightning_block(w, backend_, config_, l, p, part(0, full_.n_heads), L.lightning));
       BRIGADE_ASSIGN_OR_RETURN(L.ssm_state, alloc_tensor(backend_, DType::f32, n_slots_, layout_.d_inner() * layout_.state_size));
       dense_linear_ += static_cast<double>(lightning_linear_params(config_));
     } else if (kimi() && L.kind == Kind::ssm) {
@@ -752,7 +753,7 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
   if (std::count(config_.mlp_layers.begin(), config_.mlp_layers.end(), true) > 0) {
     BRIGADE_ASSIGN_OR_RETURN(up_, alloc_tensor(backend_, act, n, config_.intermediate_size / tp_));
   }
-  if (split_norm_) {
+  if (split_norm_ || (minimax() && tp_ > 1)) {  // norms across the ranks' heads
     BRIGADE_ASSIGN_OR_RETURN(sums_, alloc_tensor(backend_, DType::f32, n, 2));
   }
   if (config_.ssm.mamba1()) {  // proj_ holds x|z [n, 2 D], xbc_ the conv's output [n, D]
@@ -770,7 +771,7 @@ Status StateSpaceModel::load(const Checkpoint& ck) {
   } else if (kimi()) {
     BRIGADE_RETURN_IF_ERROR(allocate_kimi_scratch(backend_, config_, layout_, config_.n_heads / tp_, n, kimi_));
   } else if (minimax()) {
-    BRIGADE_RETURN_IF_ERROR(allocate_lightning_scratch(backend_, config_, n, lightning_));
+    BRIGADE_RETURN_IF_ERROR(allocate_lightning_scratch(backend_, layout_, n, lightning_));
   } else if (config_.recurrent()) {  // (the short conv's output goes from proj_ to y_ directly)
     BRIGADE_ASSIGN_OR_RETURN(proj_, alloc_tensor(backend_, act, n, proj_width()));
     if (!short_conv()) {
@@ -1005,7 +1006,8 @@ Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const
     if (l == 0) b.rms_norm(residual, L.norm.tensor, eps, normed);
     else b.add_rms_norm(residual, delta, L.norm.tensor, eps, normed);
     if (minimax() && L.kind == Kind::ssm) {  // lightning attention: silu(qkv), the decayed sum, norm, gate
-      run_lightning_block(b, config_, L.lightning, lightning_, seqs, L.ssm_state.tensor, normed, delta);
+      BRIGADE_RETURN_IF_ERROR(run_lightning_block(b, config_, layout_, L.lightning, lightning_, seqs, L.ssm_state.tensor,
+                                                  normed, delta, comm_, sums_.tensor));
     } else if (kimi() && L.kind == Kind::ssm) {  // KDA: the conv over q|k|v, the per-channel delta rule, the gated norm
       run_kda_block(b, config_, layout_, L.kda, kimi_, seqs, L.conv_state.tensor, L.ssm_state.tensor, normed, delta);
     } else if (kimi()) {  // MLA without RoPE
@@ -1041,13 +1043,9 @@ Status StateSpaceModel::forward(const StepBatch& batch, const KvCache& kv, const
       const SsmParams params{L.a.tensor, L.d.tensor, L.dt_bias.tensor, config_.ssm.dt_min, config_.ssm.dt_max,
                              split_norm_ ? Tensor() : L.gated_norm.tensor, eps};
       b.ssm_scan(proj, xbc, layout_, params, seqs, L.ssm_state.tensor, y);
-      if (split_norm_) {
-        const QkvLayout whole{layout_.n_heads, 0, layout_.head_dim};
-        const Tensor sums = sums_.tensor.rows(0, n), w = L.gated_norm.tensor;
-        b.qk_sum_squares(y, whole, sums);
-        BRIGADE_RETURN_IF_ERROR(reduce(sums));
-        b.qk_norm_by_sums(y, whole, sums, full_.d_inner(), 1, w, Tensor(w.data, w.dtype, {0}), eps);
-      }
+      if (split_norm_)
+        BRIGADE_RETURN_IF_ERROR(rms_norm_across_ranks(b, *comm_, y, layout_.n_heads, layout_.head_dim, full_.d_inner(),
+                                                      L.gated_norm.tensor, eps, sums_.tensor.rows(0, n)));
       b.matmul(y, L.out_proj.tensor, L.out_bias.tensor, delta);
       if (parallel()) {  // Falcon-H1: the attention beside it, on the same normed input
         const Tensor attn_out = parallel_out_.tensor.rows(0, n);
@@ -1133,8 +1131,6 @@ Status check_state_space_parallel(const ModelConfig& c, int tp, bool expert_para
   if (tp <= 1) return Status::ok();
   const bool mixers = std::count(c.ssm_layers.begin(), c.ssm_layers.end(), true) > 0;
   const std::string at = c.arch + " at tp " + std::to_string(tp) + ": ";
-  if (mixers && c.ssm.lightning)
-    return unsupported(at + "MiniMax's lightning attention does not split over tensor-parallel ranks; run it at tp 1");
   const SsmLayout& l = c.ssm.layout;
   if (mixers && c.ssm.gated_delta && l.tiled_heads && l.n_groups < l.n_heads)
     return unsupported(at + "llama.cpp's file tiles the value heads over the key heads, which do not split into "

@@ -50,8 +50,8 @@
 // all heads: Mamba2, Granite 4.0-H, Falcon-H1) keeps B and C whole on every rank, and its gated
 // RMSNorm, whose one group spans the ranks, all-reduces each row's sum of squares. A Mamba1
 // mixer (Mamba, FalconMamba, Jamba) splits by channels, x_proj's dt, B and C all-reduced; Kimi
-// Linear's KDA and MLA blocks by heads. MiniMax's lightning attention and llama.cpp's tiled Qwen3.5
-// value heads run at tp 1; a vision tower is not loaded under tp > 1 (as the
+// Linear's KDA and MLA blocks and MiniMax's lightning blocks (their whole-width norm as the
+// one-group Mamba2 norm) by heads. llama.cpp's tiled Qwen3.5 value heads run at tp 1; a vision tower is not loaded under tp > 1 (as the
 // decoders' rule: models/llama.cpp).
 #pragma once
 
@@ -75,7 +75,7 @@ int64_t recurrent_state_bytes(const ModelConfig& c, int tp = 1);
 SsmLayout ssm_rank_layout(const ModelConfig& c, int tp);
 
 // Why tp ranks cannot split c (tp must divide the heads, groups, widths and experts its layers
-// split, and its mixers be ones that split: all but MiniMax's lightning attention), or ok.
+// split; llama.cpp's tiled Qwen3.5 value heads do not split at all), or ok.
 Status check_state_space_parallel(const ModelConfig& c, int tp, bool expert_parallel);
 
 // Every weight shape-checked; the linear layers in the checkpoint's float type (or the one

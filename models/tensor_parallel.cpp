@@ -26,4 +26,13 @@ Status check_tensor_parallel(const ModelConfig& c, const LoadOptions& o, bool sp
                           "; valid tp for this model: " + valid);
 }
 
+Status rms_norm_across_ranks(Backend& b, Communicator& comm, const Tensor& x, int heads, int head_dim, int64_t total,
+                             const Tensor& weight, float eps, const Tensor& sums) {
+  const QkvLayout mine{heads, 0, head_dim};  // x as a q part without k or v
+  b.qk_sum_squares(x, mine, sums);
+  BRIGADE_RETURN_IF_ERROR(comm.all_reduce_sum(sums));
+  b.qk_norm_by_sums(x, mine, sums, total, 1, weight, Tensor(weight.data, weight.dtype, {0}), eps);
+  return Status::ok();
+}
+
 }  // namespace brigade

@@ -68,7 +68,7 @@ TEST(EngineStateSpace, GreedyTokensMatchTransformers) {
 // and then together, and the second round from the state snapshots (each rank restoring its part).
 TEST(EngineStateSpace, TwoTensorParallelRanksGiveTransformersTokens) {
   for (const char* fixture : {"mamba2_bias", "nemotron_h_moe", "granite_hybrid", "qwen3_next", "lfm2", "falcon_h1",
-                              "gguf_nemotron_h", "jamba", "falcon_mamba", "kimi_linear"}) {
+                              "gguf_nemotron_h", "jamba", "falcon_mamba", "kimi_linear", "minimax"}) {
     SCOPED_TRACE(fixture);
     EngineOptions o = options(fixture);
     o.topology.instances.front().executors.front().tp = 2;

@@ -558,6 +558,7 @@ TEST(ExpertParallel, StateSpaceMoeMatchesTransformersAtTp2) {
     expect_split_matches_transformers("lfm2_moe", 2, ep);
     expect_split_matches_transformers("jamba", 2, ep);  // Mamba1 mixers, attention, experts
     expect_split_matches_transformers("kimi_linear", 2, ep);  // KDA by heads, MLA by heads, DeepSeek-V3's experts
+    expect_split_matches_transformers("minimax", 2, ep);  // lightning attention by heads, its norm's sums all-reduced
   }
 }
 
@@ -576,15 +577,14 @@ TEST(TensorParallel, StateSpaceGgufMatchesUnsharded) {
   }
 }
 
-// What does not split is refused by name when the ranks load: MiniMax's lightning attention, llama.cpp's tiled Qwen3.5 value heads, and a group size that does not
-// divide the heads (the sizes that do listed).
+// What does not split is refused by name when the ranks load: llama.cpp's tiled Qwen3.5 value
+// heads, and a group size that does not divide the heads (the sizes that do listed).
 TEST(TensorParallel, StateSpaceSplitsItCannotMakeAreRefused) {
   const auto refused = [](const std::string& path, int tp, const std::string& why) {
     auto ranks = load_ranks(path, tp);
     ASSERT_FALSE(ranks.has_value()) << path;
     EXPECT_NE(ranks.status().message().find(why), std::string::npos) << ranks.status().message();
   };
-  refused(testing::fixture_dir("minimax"), 2, "MiniMax's lightning attention does not split");
   refused(testing::fixture_dir("gguf_qwen35") + "/model.gguf", 2, "tiles the value heads over the key heads");
   refused(testing::fixture_dir("nemotron_h"), 4,
           "tensor parallelism tp=4 must divide the mixers' heads (6), n_groups (2), n_heads (4), n_kv_heads (2)");
