@@ -20,6 +20,7 @@
 #include "server/openai_format.h"
 #include "server/responses_state.h"
 #include "server/routes.h"
+#include "server/stats_logger.h"
 
 namespace brigade::server {
 
@@ -131,15 +132,14 @@ class Session : public std::enable_shared_from_this<Session> {
     retry_after_ms_ = 0;
     const uint64_t n = ctx_->next_id.fetch_add(1);
     const auto now = static_cast<int64_t>(std::time(nullptr));
-    if (request.responses) {
-      state_ = std::make_unique<ResponsesState>(request, "resp_" + std::to_string(n), request.gen.lora.empty() ? ctx_->options.model_name : request.gen.lora, now);
-    } else {
-      // vLLM's: the client's request id (X-Request-Id, else the body's request_id) names the response.
-      const std::string id = (request.endpoint == Endpoint::chat ? "chatcmpl-" : "cmpl-") +
-                             (request.request_id.empty() ? std::to_string(n) : request.request_id);
-      state_ = std::make_unique<CompletionState>(
-          request, id, request.gen.lora.empty() ? ctx_->options.model_name : request.gen.lora, now);
-    }
+    // vLLM's: the client's request id (X-Request-Id, else the body's request_id) names the response.
+    const std::string id = request.responses ? "resp_" + std::to_string(n)
+                                             : (request.endpoint == Endpoint::chat ? "chatcmpl-" : "cmpl-") +
+                                                   (request.request_id.empty() ? std::to_string(n) : request.request_id);
+    const std::string& model = request.gen.lora.empty() ? ctx_->options.model_name : request.gen.lora;
+    if (request.responses) state_ = std::make_unique<ResponsesState>(request, id, model, now);
+    else state_ = std::make_unique<CompletionState>(request, id, model, now);
+    if (ctx_->options.request_log) ctx_->options.request_log(describe_request(request, id, ctx_->options.max_log_len));
     const int n_choices = request.n_choices();
     timing_.assign(static_cast<size_t>(n_choices), {});
     engine_ids_.assign(static_cast<size_t>(n_choices), 0);

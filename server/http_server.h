@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,6 +68,11 @@ struct ServerOptions {
   // generation_config.json as vLLM's --generation-config auto takes it (resolve_generation_defaults;
   // `brigade serve` fills it). Empty: brigade's own defaults (temperature 1, no top-p / top-k).
   GenerationDefaults generation_defaults;
+  // vLLM's --enable-log-requests: each generation request the server starts is described here
+  // (describe_request in server/stats_logger.h: its response id, prompt and sampling settings),
+  // on an I/O thread; the prompt cut to max_log_len characters (or ids) when > 0. Unset: nothing.
+  std::function<void(const std::string&)> request_log;
+  int max_log_len = 0;
 };
 
 class HttpServer {

@@ -16,6 +16,7 @@
 #include "models/chat_template.h"
 #include "server/http_server.h"
 #include "server/reasoning_parser.h"
+#include "server/stats_logger.h"
 #include "tools/commands.h"
 
 namespace brigade::tools {
@@ -56,7 +57,23 @@ struct ServeArgs {
   std::string override_generation_config;  // vLLM's --override-generation-config JSON
   std::optional<uint64_t> seed;            // vLLM's --seed (EngineOptions::seed)
   int max_logprobs = 20;                   // vLLM's --max-logprobs (EngineOptions::max_logprobs)
+  bool disable_log_stats = false;          // vLLM's: no periodic stats line (server/stats_logger.h)
+  bool enable_log_requests = false;        // vLLM's: a line per request started
+  bool disable_log_requests = false;       // vLLM's older switch: requests are not logged unless enabled
+  int max_log_len = 0;                     // vLLM's --max-log-len: the logged prompt cut to this (0: whole)
 };
+
+// vLLM's VLLM_LOG_STATS_INTERVAL: seconds between stats lines (10 by default); a malformed or
+// non-positive value is refused by name.
+Expected<double> stats_interval() {
+  const char* v = std::getenv("VLLM_LOG_STATS_INTERVAL");
+  if (v == nullptr || *v == 0) return 10.0;
+  char* end = nullptr;
+  const double s = std::strtod(v, &end);
+  if (end == v || *end != 0 || !(s > 0.0) || s > 86400.0)
+    return invalid_argument(std::string("VLLM_LOG_STATS_INTERVAL='") + v + "' is not a number of seconds in (0, 86400]");
+  return s;
+}
 
 // vLLM's switch for the runtime adapter routes is an environment variable.
 // Whether environment variable `name` is 1 or true (any case), as vLLM reads its switches.
@@ -100,6 +117,10 @@ int run_serve(const ServeArgs& a) {
   }
   server::ServerOptions so;
   if (Status st = read_reasoning_config(a.reasoning_config, so); !st.is_ok()) return fail(st);
+  if (a.enable_log_requests && a.disable_log_requests)
+    return fail(invalid_argument("--enable-log-requests and --disable-log-requests: give one"));
+  auto interval = stats_interval();
+  if (!interval) return fail(interval.status());
   if (!a.default_chat_template_kwargs.empty()) {
     const auto kwargs = nlohmann::json::parse(a.default_chat_template_kwargs, nullptr, /*allow_exceptions=*/false);
     if (kwargs.is_discarded() || !kwargs.is_object())
@@ -167,8 +188,17 @@ int run_serve(const ServeArgs& a) {
   so.model_name = a.served_model_names.empty() ? std::filesystem::path(*model).filename().string() : a.served_model_names.front();
   if (a.served_model_names.size() > 1) so.model_aliases.assign(a.served_model_names.begin() + 1, a.served_model_names.end());
   if (so.model_name.empty()) so.model_name = "brigade";
+  if (a.enable_log_requests) {
+    so.request_log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+    so.max_log_len = a.max_log_len;
+  }
   auto server = server::HttpServer::start(**engine, so);
   if (!server) return fail(server.status());
+  std::unique_ptr<server::StatsLogger> stats_log;
+  if (!a.disable_log_stats)
+    stats_log = server::StatsLogger::start(**engine, *interval, [](const std::string& line) {
+      std::fprintf(stderr, "%s\n", line.c_str());
+    });
   const ModelSummary& summary = (*engine)->model();
   std::printf("serving %s as '%s' on http://%s:%d (POST %s/v1/embeddings%s%s; GET "
               "/v1/models, /health, /metrics)%s\n",
@@ -184,6 +214,7 @@ int run_serve(const ServeArgs& a) {
   int sig = 0;
   sigwait(&stop_signals, &sig);
   std::fprintf(stderr, "%s: stopping (cancelling requests in flight)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  stats_log.reset();
   (*server)->stop();
   server->reset();   // before the engine it serves
   engine->reset();
@@ -291,6 +322,17 @@ void add_serve_command(CLI::App& app, std::function<int()>& run) {
                   "Most top logprobs a request may ask for, logprobs / top_logprobs / prompt_logprobs (vLLM's flag; "
                   "-1 = the whole vocabulary)")
       ->capture_default_str()->check(CLI::Range(-1, 1 << 30));
+  cmd->add_flag("--disable-log-stats", a->disable_log_stats,
+                "No periodic stats line (vLLM's flag; otherwise every VLLM_LOG_STATS_INTERVAL seconds, 10 by default, "
+                "while requests run: prompt and generation throughput, running and waiting requests, KV cache usage, "
+                "prefix cache hit rate)");
+  cmd->add_flag("--enable-log-requests", a->enable_log_requests,
+                "A line on stderr for each request started: its id, prompt and sampling settings (vLLM's flag)");
+  cmd->add_flag("--disable-log-requests", a->disable_log_requests,
+                "Accepted for vLLM compatibility: requests are not logged unless --enable-log-requests");
+  cmd->add_option("--max-log-len", a->max_log_len,
+                  "Characters (or token ids) of a logged prompt (vLLM's flag; default: all of it)")
+      ->check(CLI::Range(0, 1 << 30));
   cmd->add_option("--io-threads", a->io_threads, "HTTP I/O threads")->capture_default_str()->check(CLI::Range(1, 64));
   cmd->callback([a, &run] { run = [a] { return run_serve(*a); }; });
 }

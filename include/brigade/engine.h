@@ -291,7 +291,8 @@ struct BeamSearchOptions {
   bool include_stop_str_in_output = false;
   bool skip_special_tokens = true;  // as GenerateOptions'
   int truncate_prompt_tokens = 0;   // as GenerateOptions'
-  int logprobs = -1;                // >= 0: each beam's per-token logprobs and this many alternatives (<= 20)
+  int logprobs = -1;                // >= 0: each beam's per-token logprobs and this many alternatives
+                                    // (<= EngineOptions::max_logprobs)
   int priority = 0;                 // as GenerateOptions' (every step's requests carry it)
   std::string cache_salt;           // as GenerateOptions'
   std::vector<std::pair<std::string, std::string>> labels;  // as GenerateOptions'

@@ -364,8 +364,10 @@ grep -qE "^  (memory|compute)-bound +[0-9]+ steps at" "$dir/offline.txt"
 # after its load, so the steps it counts are its own: 4 requests of 6 tokens each need 4 prefill
 # steps and 5 decode steps each at most (fewer when batched), at least 6.
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-# (The model as vLLM's positional `serve MODEL`, with its --seed and --max-logprobs.)
-"$bin" serve "$dir/m" --threads 1 --port "$port" --seed 3 --max-logprobs 5 >"$dir/serve.txt" 2>&1 &
+# (The model as vLLM's positional `serve MODEL`, with its --seed, --max-logprobs and request and
+# stats logs, a stats line every 0.2 s while it serves.)
+VLLM_LOG_STATS_INTERVAL=0.2 "$bin" serve "$dir/m" --threads 1 --port "$port" --seed 3 --max-logprobs 5 \
+  --enable-log-requests --max-log-len 10 >"$dir/serve.txt" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; rm -rf "$dir"' EXIT
 for _ in $(seq 1 100); do
@@ -394,10 +396,15 @@ assert status == 200 and len(ok["choices"][0]["logprobs"]["top_logprobs"][0]) ==
 status, refused = post({"prompt": [1, 2, 3], "max_tokens": 1, "logprobs": 6})
 assert status == 400 and "logprobs" in refused["error"]["message"], refused
 PY
+sleep 0.5  # (at least one stats interval after the last request)
 kill $server 2>/dev/null || true
 wait $server 2>/dev/null || true
+grep -q "^request cmpl-[0-9]*: completion, 1 choice, prompt ids \[1,2,3\], max_tokens 1" "$dir/serve.txt"
+grep -q "^stats: prompt throughput [0-9.]* tokens/s, generation throughput [0-9.]* tokens/s, running" "$dir/serve.txt"
 if "$bin" serve "$dir/m" --model "$dir/other" >/dev/null 2>"$dir/twice.err"; then exit 1; fi
 grep -q "the model is given twice" "$dir/twice.err"
+if VLLM_LOG_STATS_INTERVAL=soon "$bin" serve "$dir/m" >/dev/null 2>"$dir/interval.err"; then exit 1; fi
+grep -q "VLLM_LOG_STATS_INTERVAL='soon' is not a number of seconds" "$dir/interval.err"
 
 # The runtime LoRA routes need LoRA slots: refused before the model loads, by flag or vLLM's variable.
 if "$bin" serve --model "$dir/m" --allow-runtime-lora-updating >"$dir/lora.txt" 2>&1; then exit 1; fi
