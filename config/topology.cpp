@@ -185,6 +185,7 @@ Status parse_kv(const YAML::Node& k, const std::string& where, KvConfig& kv) {
       .read("page_size", kv.page_size)
       .read("pages", kv.pages)
       .read("memory_mb", kv.memory_mb)
+      .read("memory_fraction", kv.memory_fraction)
       .read("dtype", kv.dtype)
       .status();
 }
@@ -276,6 +277,8 @@ Status validate_instance(const InstanceConfig& inst) {
   if (k.page_size < 1 || k.page_size > 1024) return invalid_argument(w + ": kv.page_size must be in [1, 1024]");
   if (k.pages < 0) return invalid_argument(w + ": kv.pages must be >= 0 (0 = from kv.memory_mb)");
   if (k.pages == 0 && k.memory_mb < 1) return invalid_argument(w + ": kv.memory_mb must be >= 1");
+  if (!(k.memory_fraction >= 0.0 && k.memory_fraction <= 1.0))
+    return invalid_argument(w + ": kv.memory_fraction must be in (0, 1], or 0 for kv.memory_mb");
   const std::set<std::string> dtypes = {"auto", "f32", "bf16", "f16", "int8"};
   if (!dtypes.count(k.dtype)) return invalid_argument(w + ": kv.dtype '" + k.dtype + "' is not one of: " + join(dtypes));
   return validate_cache(inst.cache, w);

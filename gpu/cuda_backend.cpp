@@ -94,6 +94,11 @@ class CudaBackendImpl final : public CudaBackend {
   }
   int sm_count() const override { return sm_count_; }
   int device() const override { return options_.device; }
+  std::pair<size_t, size_t> memory_info() const override {
+    size_t free = 0, total = 0;
+    if (cudaSetDevice(options_.device) != cudaSuccess || cudaMemGetInfo(&free, &total) != cudaSuccess) return {0, 0};
+    return {free, total};
+  }
   void* stream() const override { return stream_; }
 
   Expected<Buffer> allocate(size_t bytes) override {

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "core/backend.h"
 #include "core/status.h"
@@ -48,6 +49,8 @@ class CudaBackend : public Backend {
   // Properties of the device, for benchmarks and logs.
   virtual int sm_count() const = 0;
   virtual int device() const = 0;     // the CUDA device ordinal
+  // The device's free and total memory in bytes now (cudaMemGetInfo; {0, 0} if it fails).
+  virtual std::pair<size_t, size_t> memory_info() const = 0;
   virtual void* stream() const = 0;  // the cudaStream_t every op is queued on
 };
 

@@ -33,6 +33,7 @@ struct ExecutorFlags {
   bool enable_prefix_caching = false, no_enable_prefix_caching = false;  // cache.radix
   bool enable_chunked_prefill = false, no_enable_chunked_prefill = false;  // scheduler.chunked_prefill
   bool enforce_eager = false;      // --enforce-eager: executor cuda_graphs false
+  double gpu_memory_utilization = 0.0;  // --gpu-memory-utilization: kv.memory_fraction (0: the topology's)
   bool trust_remote_code = false;  // --trust-remote-code: accepted; brigade runs no code from a checkpoint
 };
 // Registers --device, --weights, --speculative-config, --mm-processor-kwargs,

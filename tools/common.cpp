@@ -119,6 +119,11 @@ void add_executor_flags(CLI::App* cmd, ExecutorFlags& flags) {
   cmd->add_flag("--enable-chunked-prefill", flags.enable_chunked_prefill, "Prompts in chunks beside decodes (the default)");
   cmd->add_flag("--no-enable-chunked-prefill", flags.no_enable_chunked_prefill,
                 "Prompts whole, in prefill-only steps (scheduler.chunked_prefill false)");
+  cmd->add_option("--gpu-memory-utilization", flags.gpu_memory_utilization,
+                  "Share of each GPU's memory the instance uses for weights, buffers and KV pages together (vLLM's "
+                  "flag; kv.memory_fraction): the KV pool takes what the loaded model leaves of it; a CPU executor "
+                  "keeps kv.memory_mb")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_flag("--enforce-eager", flags.enforce_eager,
                 "Decode steps op by op instead of replayed CUDA Graphs (vLLM's flag; executor cuda_graphs false); "
                 "no effect on the CPU");
@@ -169,6 +174,7 @@ Status apply_executor_flags(const ExecutorFlags& flags, EngineOptions& options) 
     if (v.prefix_caching) inst.cache.radix = *v.prefix_caching;
     if (v.chunked_prefill) inst.scheduler.chunked_prefill = *v.chunked_prefill;
     if (flags.enforce_eager) ex.cuda_graphs = false;
+    if (flags.gpu_memory_utilization > 0.0) inst.kv.memory_fraction = flags.gpu_memory_utilization;
   }
   if (flags.data_parallel_size > 1) {
     auto& insts = options.topology.instances;
@@ -221,6 +227,8 @@ Expected<std::unique_ptr<NodeLauncher>> launch_nodes(bool launch, const std::str
   if (flags.block_size > 0) lo.node_args.insert(lo.node_args.end(), {"--block-size", std::to_string(flags.block_size)});
   if (!flags.kv_cache_dtype.empty()) lo.node_args.insert(lo.node_args.end(), {"--kv-cache-dtype", flags.kv_cache_dtype});
   if (!flags.dtype.empty()) lo.node_args.insert(lo.node_args.end(), {"--dtype", flags.dtype});
+  if (flags.gpu_memory_utilization > 0.0)
+    lo.node_args.insert(lo.node_args.end(), {"--gpu-memory-utilization", std::to_string(flags.gpu_memory_utilization)});
   for (const auto& [on, name] : {std::pair{flags.enable_prefix_caching, "--enable-prefix-caching"},
                                  std::pair{flags.no_enable_prefix_caching, "--no-enable-prefix-caching"},
                                  std::pair{flags.enable_chunked_prefill, "--enable-chunked-prefill"},

@@ -3,9 +3,11 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -223,6 +225,46 @@ std::string lora_identity(const LoraModule& m) {
   return "lora|" + file_identity(dir / "adapter_config.json") + '|' + file_identity(weights);
 }
 
+Expected<int64_t> kv_budget_from_fraction(double fraction, size_t free, size_t total) {
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  const int64_t used = static_cast<int64_t>(total) - static_cast<int64_t>(std::min(free, total));
+  const int64_t reserve = std::max<int64_t>(int64_t{256} << 20, static_cast<int64_t>(total / 100));
+  const int64_t budget = static_cast<int64_t>(fraction * static_cast<double>(total)) - used - reserve;
+  if (budget > 0) return budget;
+  char why[256];
+  std::snprintf(why, sizeof why,
+                "kv.memory_fraction %.2f (--gpu-memory-utilization) leaves no room for KV pages: %.2f of the "
+                "device's %.2f GiB are in use after the load and %.2f GiB are kept in reserve; raise it",
+                fraction, static_cast<double>(used) / kGiB, static_cast<double>(total) / kGiB,
+                static_cast<double>(reserve) / kGiB);
+  return invalid_argument(why);
+}
+
+namespace {
+
+// The KV bytes kv.memory_fraction gives every rank (the least of theirs) when all are GPUs;
+// nullopt when a rank reports no device memory (the CPU: kv.memory_mb stays).
+Expected<std::optional<int64_t>> fraction_budget(const std::vector<std::shared_ptr<ExecutorResources>>& ranks,
+                                                 double fraction) {
+  std::optional<int64_t> least;
+  for (const auto& rank : ranks) {
+#ifdef BRIGADE_HAVE_CUDA
+    if (auto* cuda = dynamic_cast<CudaBackend*>(rank->backend.get())) {
+      const auto [free, total] = cuda->memory_info();
+      if (total == 0) return std::optional<int64_t>();
+      BRIGADE_ASSIGN_OR_RETURN(const int64_t bytes, kv_budget_from_fraction(fraction, free, total));
+      least = least ? std::min(*least, bytes) : bytes;
+      continue;
+    }
+#endif
+    (void)rank;
+    return std::optional<int64_t>();
+  }
+  return least;
+}
+
+}  // namespace
+
 int rank_threads(const ExecutorConfig& exe, int n_cpu_ranks) {
   if (exe.threads > 0 || n_cpu_ranks <= 1) return exe.threads;
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / n_cpu_ranks);
@@ -300,14 +342,30 @@ Expected<LoadedInstance> load_instance(const EngineOptions& options, const Insta
   BRIGADE_ASSIGN_OR_RETURN(DType kv_dtype, kv_dtype_for(inst.kv.dtype, mc.dtype));
   KvLayout layout = res->model->kv_layout(1, inst.kv.page_size, kv_dtype);
   int n_pages = inst.kv.pages;
+  // The pool's bytes: kv.memory_mb, or on GPUs what kv.memory_fraction leaves (the model's states
+  // are allocated by then, so they are not taken off again).
+  int64_t kv_bytes = inst.kv.memory_mb * 1024 * 1024 - state_bytes;
+  if (inst.kv.memory_fraction > 0.0 && n_pages == 0) {
+    BRIGADE_ASSIGN_OR_RETURN(const std::optional<int64_t> budget, fraction_budget(out.ranks, inst.kv.memory_fraction));
+    if (budget) {
+      kv_bytes = *budget;
+      spdlog::info("engine: instance '{}': kv.memory_fraction {:.2f} leaves {} MiB per rank for KV pages", inst.name,
+                   inst.kv.memory_fraction, *budget >> 20);
+    } else {
+      spdlog::warn("engine: instance '{}': kv.memory_fraction (--gpu-memory-utilization) sizes a GPU's KV pool; this "
+                   "{} executor's is kv.memory_mb ({} MiB)", inst.name, res->backend->name(), inst.kv.memory_mb);
+    }
+  }
   // Without attention layers (a state-space model) a page holds no bytes: the pool only counts
   // positions, kRecurrentPages of them unless kv.pages says.
   constexpr int kRecurrentPages = 1 << 16;
   if (n_pages == 0 && layout.page_bytes() == 0) n_pages = kRecurrentPages;
   if (n_pages == 0)
-    n_pages = static_cast<int>(std::max<int64_t>(0, inst.kv.memory_mb * 1024 * 1024 - state_bytes) /
-                               static_cast<int64_t>(layout.page_bytes()));
-  if (n_pages < 1) return invalid_argument("kv.memory_mb is too small for one page of this model");
+    n_pages = static_cast<int>(std::min<int64_t>(std::max<int64_t>(0, kv_bytes) / static_cast<int64_t>(layout.page_bytes()),
+                                                 std::numeric_limits<int32_t>::max()));
+  if (n_pages < 1)
+    return invalid_argument(inst.kv.memory_fraction > 0.0 ? "kv.memory_fraction leaves too little memory for one page of this model"
+                                                          : "kv.memory_mb is too small for one page of this model");
   layout.n_pages = n_pages;
   for (auto& rank : out.ranks) {
     BRIGADE_ASSIGN_OR_RETURN(rank->kv, KvCache::allocate(*rank->backend, layout));

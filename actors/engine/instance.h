@@ -53,6 +53,13 @@ struct SpawnedInstance {
 // 0 (= all) when there is only one.
 int rank_threads(const ExecutorConfig& exe, int n_cpu_ranks);
 
+// kv.memory_fraction (vLLM's --gpu-memory-utilization) on a device with `free` of `total` bytes
+// free once the model is loaded: the bytes its KV pages may take, fraction * total less what is in
+// use (weights, buffers, anything else on the device) less a reserve for what comes later (CUDA
+// Graphs, NCCL, allocator slack: 1% of the device, at least 256 MiB). invalid_argument, naming
+// the numbers, when that leaves nothing.
+Expected<int64_t> kv_budget_from_fraction(double fraction, size_t free, size_t total);
+
 // Loads instance `inst` of options.topology: every rank's backend and weights (options'
 // backend_factory wins over the device), the KV cache and the scheduler's setup. Errors: a bad
 // device, a model that does not load, KV memory too small for a page.

@@ -60,6 +60,11 @@ struct KvConfig {
   int page_size = 16;      // tokens per page
   int pages = 0;           // pages in the pool; 0 = as many as memory_mb holds
   int64_t memory_mb = 1024;  // per tensor-parallel rank (a rank caches only its kv heads)
+  // vLLM's --gpu-memory-utilization: on a GPU, the share of the device's memory this instance may
+  // use in all (weights, buffers, KV pages); the KV pool takes what the loaded model leaves of it
+  // (less a reserve for CUDA Graphs and the allocator: kv_budget_from_fraction), in place of
+  // memory_mb. 0 = memory_mb; in (0, 1]. A CPU executor keeps memory_mb (logged).
+  double memory_fraction = 0.0;
   std::string dtype = "auto";  // auto (the weights' type), f32, bf16, f16, int8 (CPU backend only)
 };
 

@@ -14,6 +14,7 @@
 #include <optional>
 #include <thread>
 
+#include "actors/engine/instance.h"
 #include "models/make_model.h"
 #include "models/synthetic_tokenizer.h"
 #include "tests/engine_test_util.h"
@@ -461,6 +462,38 @@ TEST_F(SyntheticEngine, MaxLogprobsBoundsTopLogprobs) {
   auto bad = Engine::create(o);
   ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.status().message().find("max_logprobs must be >= 0, or -1"), std::string::npos);
+}
+
+// kv.memory_fraction (--gpu-memory-utilization): the fraction of the device less what the load
+// left in use less the reserve (1% of the device, at least 256 MiB); nothing left is refused naming
+// the numbers.
+TEST(KvBudget, FractionOfTheDeviceLessWhatIsUsedAndAReserve) {
+  constexpr int64_t GiB = int64_t{1} << 30, MiB = int64_t{1} << 20;
+  auto h100 = kv_budget_from_fraction(0.9, 60 * GiB, 80 * GiB);  // 20 GiB of weights and buffers
+  ASSERT_TRUE(h100.has_value()) << h100.status().to_string();
+  EXPECT_EQ(*h100, static_cast<int64_t>(0.9 * 80 * GiB) - 20 * GiB - 80 * GiB / 100);
+  auto small = kv_budget_from_fraction(0.5, 7 * GiB, 8 * GiB);
+  ASSERT_TRUE(small.has_value());
+  EXPECT_EQ(*small, 4 * GiB - GiB - 256 * MiB) << "the reserve is at least 256 MiB";
+  auto none = kv_budget_from_fraction(0.2, 60 * GiB, 80 * GiB);
+  ASSERT_FALSE(none.has_value());
+  EXPECT_NE(none.status().message().find("kv.memory_fraction 0.20 (--gpu-memory-utilization) leaves no room for KV "
+                                         "pages: 20.00 of the device's 80.00 GiB are in use"),
+            std::string::npos)
+      << none.status().message();
+}
+
+// On the CPU kv.memory_fraction sizes nothing: the pool stays kv.memory_mb's (a warning says so).
+TEST_F(SyntheticEngine, MemoryFractionLeavesTheCpuPoolToMemoryMb) {
+  EngineOptions plain = small_options(dir_.string()), fraction = plain;
+  fraction.topology.instances.front().kv.memory_fraction = 0.5;
+  auto a = Engine::create(plain);
+  ASSERT_TRUE(a.has_value());
+  const int pages = (*a)->stats().kv_pages_total;
+  a->reset();
+  auto b = Engine::create(fraction);
+  ASSERT_TRUE(b.has_value()) << b.status().to_string();
+  EXPECT_EQ((*b)->stats().kv_pages_total, pages);
 }
 
 TEST_F(SyntheticEngine, TextPromptStreamsCompleteText) {

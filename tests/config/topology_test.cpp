@@ -118,6 +118,20 @@ TEST(Topology, MaxModelLenKey) {
   EXPECT_NE(bad.status().message().find("scheduler.max_model_len must be >= 0"), std::string::npos);
 }
 
+// kv.memory_fraction (vLLM's --gpu-memory-utilization): 0 (kv.memory_mb) unless the file says;
+// outside [0, 1] refused.
+TEST(Topology, KvMemoryFractionKey) {
+  EXPECT_EQ(default_topology().instances[0].kv.memory_fraction, 0.0);
+  auto t = parse_topology("instances: [{kv: {memory_fraction: 0.85}}]");
+  ASSERT_TRUE(t.has_value()) << t.status().to_string();
+  EXPECT_DOUBLE_EQ(t->instances[0].kv.memory_fraction, 0.85);
+  for (const char* bad : {"1.5", "-0.1"}) {
+    auto r = parse_topology(std::string("instances: [{kv: {memory_fraction: ") + bad + "}}]");
+    ASSERT_FALSE(r.has_value()) << bad;
+    EXPECT_NE(r.status().message().find("kv.memory_fraction must be in (0, 1]"), std::string::npos) << r.status().message();
+  }
+}
+
 // executor.cuda_graphs (vLLM's --enforce-eager sets it false): on unless the file says.
 TEST(Topology, CudaGraphsKey) {
   EXPECT_TRUE(default_topology().instances[0].executors[0].cuda_graphs);

@@ -204,6 +204,38 @@ TEST(GpuEngineSteps, InflightDepthDoesNotChangeTokens) {
   }
 }
 
+// kv.memory_fraction (vLLM's --gpu-memory-utilization) on the GPU: the pool is what the fraction
+// of the device leaves once the model is loaded (far more pages than kv.memory_mb's 64 MiB, and
+// less than the fraction of the device); a fraction below what is in use already is refused by
+// name; --enforce-eager (cuda_graphs false) replays nothing and gives the same greedy tokens.
+TEST(GpuEngineMemory, MemoryFractionSizesTheKvPool) {
+  BRIGADE_REQUIRE_GPU();
+  testing::TempDir dir("gpu_engine_fraction");
+  const std::string model = write_model(dir, DType::bf16);
+  EngineOptions o = options(model, "cuda");
+  o.topology.instances.front().kv.memory_fraction = 0.3;
+  auto e = Engine::create(o);
+  ASSERT_TRUE(e.has_value()) << e.status().to_string();
+  const EngineStats st = (*e)->stats();
+  auto plain = Engine::create(options(model, "cuda"));
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_GT(st.kv_pages_total, 8 * (*plain)->stats().kv_pages_total) << "0.3 of a GPU holds far more than 64 MiB";
+  const auto greedy = generate(**e, greedy_ids(prompt_of(12, 1), 8));
+  EXPECT_EQ(greedy, generate(**plain, greedy_ids(prompt_of(12, 1), 8)));
+  plain->reset();
+  e->reset();
+  EngineOptions tiny = options(model, "cuda");
+  tiny.topology.instances.front().kv.memory_fraction = 0.0001;
+  auto refused = Engine::create(tiny);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.status().message().find("leaves no room for KV pages"), std::string::npos) << refused.status().message();
+  EngineOptions eager = options(model, "cuda");
+  eager.topology.instances.front().executors.front().cuda_graphs = false;
+  auto ee = Engine::create(eager);
+  ASSERT_TRUE(ee.has_value()) << ee.status().to_string();
+  EXPECT_EQ(generate(**ee, greedy_ids(prompt_of(12, 1), 8)), greedy);
+}
+
 // tp > 1 on GPUs: one GPU per rank, joined by NCCL. With fewer GPUs than ranks the engine says
 // which rank lacks its GPU; with two or more GPUs, tp 2 gives tp 1's greedy tokens where they are
 // decisive (the all-reduce sums partial products in another order than one GEMM). The device

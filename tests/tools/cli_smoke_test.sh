@@ -43,7 +43,8 @@ grep -q "grammar line 1, column 14: rule 'b' is used but never defined" "$dir/ba
 
 # vLLM's engine flags onto the topology (--max-num-seqs, --block-size, --max-model-len (its
 # human-readable 1k = 1000 and 1K = 1024 in the refusals), --kv-cache-dtype, --dtype, the prefix-caching and chunked-prefill switches,
-# --enforce-eager (no graphs on the CPU anyway) and --trust-remote-code (accepted)):
+# --enforce-eager (no graphs on the CPU anyway), --gpu-memory-utilization (a GPU's KV pool; the CPU keeps
+# kv.memory_mb) and --trust-remote-code (accepted)):
 # the same greedy tokens as without them; -tp 2 runs (two CPU ranks) and generates as many; a prompt
 # that fills --max-model-len is refused naming the limit; values brigade has no equivalent for, a
 # --max-model-len beyond the model's positions and contradictory switches are refused by name.
@@ -51,7 +52,7 @@ grep -q "grammar line 1, column 14: rule 'b' is used but never defined" "$dir/ba
   >"$dir/plain.txt" 2>/dev/null
 "$bin" generate --model "$dir/m" --prompt-ids 1,20,30,40 --max-tokens 8 --temperature 0 --ignore-eos --threads 1 \
   --max-num-seqs 4 --block-size 8 --max-model-len 400 --kv-cache-dtype float32 --dtype float32 \
-  --no-enable-prefix-caching --no-enable-chunked-prefill --enforce-eager --trust-remote-code \
+  --no-enable-prefix-caching --no-enable-chunked-prefill --enforce-eager --trust-remote-code --gpu-memory-utilization 0.9 \
   >"$dir/vllm_flags.txt" 2>/dev/null
 cmp "$dir/plain.txt" "$dir/vllm_flags.txt"
 "$bin" generate --model "$dir/m" --prompt-ids 1,20,30,40 --max-tokens 8 --temperature 0 --ignore-eos --threads 2 \
