@@ -19,8 +19,8 @@ Status select_lora(const std::string& served_name, const std::vector<LoraModule>
   }
   std::string list = served_name;
   for (const LoraModule& m : loras) list += ", " + m.name;
-  return invalid_argument("the model '" + r.model + "' is not served; served: " + list +
-                          " (the base model and its LoRA adapters)");
+  // vLLM's answer: 404, "The model `X` does not exist."
+  return not_found("The model `" + r.model + "` does not exist; served: " + list + " (the base model and its LoRA adapters)");
 }
 
 std::string models_body_with_loras(const std::string& served_name, int64_t created, int max_context,

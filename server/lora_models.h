@@ -16,8 +16,8 @@ namespace brigade::server {
 
 // Sets r.gen.lora from r.model: an adapter's name selects it; the served name, an empty or
 // absent model select the base. With LoRA on (adapters loaded, or slots for them: `checked`) any
-// other name is invalid_argument naming the served ones; without, the model field stays
-// unchecked (as before adapters existed).
+// other name is not_found naming the served ones (vLLM's 404 "The model `X` does not exist");
+// without, the model field stays unchecked (as before adapters existed).
 Status select_lora(const std::string& served_name, const std::vector<LoraModule>& loras, bool checked,
                    CompletionRequest& r);
 

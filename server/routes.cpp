@@ -399,7 +399,7 @@ Routed route(ServerContext& ctx, const HttpRequestView& req) {
   if (std::find(aliases.begin(), aliases.end(), parsed->model) != aliases.end()) parsed->model = ctx.options.model_name;
   if (auto st = select_lora(ctx.options.model_name, ctx.engine.loras(), ctx.engine.model().max_loras > 0, *parsed);
       !st.is_ok())
-    return error_response(400, st.message(), st.code());
+    return fail(st);  // (404 for a name not served, as vLLM's)
   if (parsed->gen.truncate_prompt_tokens == -1) parsed->gen.truncate_prompt_tokens = ctx.engine.model().max_context;
   if (!parsed->return_tokens_as_token_ids) parsed->return_tokens_as_token_ids = ctx.options.return_tokens_as_token_ids;
   if (parsed->echo && parsed->endpoint == Endpoint::chat) {

@@ -1,5 +1,5 @@
 // LoRA adapters through the HTTP server (--lora-modules): `model` selects the base or an
-// adapter, an unknown name is a 400 naming the served ones, /v1/models lists the adapters with
+// adapter, an unknown name is a 404 naming the served ones (vLLM's "does not exist"), /v1/models lists the adapters with
 // their parent. The first token's logprob is checked against transformers + PEFT
 // (tests/fixtures/lora, scripts/make_lora_fixtures.py). With --allow-runtime-lora-updating,
 // vLLM's /v1/load_lora_adapter and /v1/unload_lora_adapter change what is served.
@@ -52,8 +52,8 @@ TEST(HttpLora, ModelNameSelectsTheAdapter) {
     EXPECT_NEAR(lp, testing::reference_logprob(fc.logits.back(), fc.greedy[0]), 2 * testing::kLogitTol);
   }
   const ClientResponse bad = post({{"model", "nope"}, {"prompt", {1, 2, 3}}, {"max_tokens", 1}});
-  EXPECT_EQ(bad.status, 400);
-  EXPECT_NE(bad.body.find("served: base, all, rs"), std::string::npos) << bad.body;
+  EXPECT_EQ(bad.status, 404);
+  EXPECT_NE(bad.body.find("The model `nope` does not exist; served: base, all, rs"), std::string::npos) << bad.body;
 
   auto models = http_request("127.0.0.1", port, {"GET", "/v1/models", "", ""});
   ASSERT_TRUE(models.has_value());
@@ -95,8 +95,8 @@ TEST(HttpLora, AdaptersLoadAndUnloadOverHttp) {
   const testing::FixtureCase fc = testing::read_fixture_cases("lora/all_r4").front();
   const json completion = {{"model", "all"}, {"prompt", fc.prompt}, {"max_tokens", 1},
                            {"temperature", 0}, {"logprobs", 0},    {"ignore_eos", true}};
-  // Before the load the name is not served (LoRA is on, so the model field is checked).
-  EXPECT_EQ(post("/v1/completions", completion).status, 400);
+  // Before the load the name is not served (LoRA is on, so the model field is checked): 404, as vLLM's.
+  EXPECT_EQ(post("/v1/completions", completion).status, 404);
 
   ClientResponse r = post("/v1/load_lora_adapter", {{"lora_name", "all"}, {"lora_path", testing::fixture_dir("lora/all_r4")}});
   ASSERT_EQ(r.status, 200) << r.body;
@@ -124,7 +124,7 @@ TEST(HttpLora, AdaptersLoadAndUnloadOverHttp) {
   r = post("/v1/unload_lora_adapter", {{"lora_name", "all"}});
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.body, "Success: LoRA adapter 'all' removed successfully.");
-  EXPECT_EQ(post("/v1/completions", completion).status, 400);
+  EXPECT_EQ(post("/v1/completions", completion).status, 404);
   r = post("/v1/unload_lora_adapter", {{"lora_name", "all"}});
   EXPECT_EQ(r.status, 404) << r.body;
   r = post("/v1/load_lora_adapter", {{"lora_name", "x"}, {"lora_path", testing::fixture_dir("llama")}});

@@ -902,7 +902,7 @@ def test_lora_adapters_load_and_unload_at_run_time(lora_client):
         lora_client.post("/load_lora_adapter", cast_to=str, body={"lora_name": "all", "lora_path": path})
     r = lora_client.post("/unload_lora_adapter", cast_to=str, body={"lora_name": "all"})
     assert r == "Success: LoRA adapter 'all' removed successfully."
-    with pytest.raises(openai.BadRequestError, match="not served"):
+    with pytest.raises(openai.NotFoundError, match="does not exist"):
         lora_client.completions.create(model="all", prompt=prompt, max_tokens=1)
     with pytest.raises(openai.NotFoundError):
         lora_client.post("/unload_lora_adapter", cast_to=str, body={"lora_name": "all"})
