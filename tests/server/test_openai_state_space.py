@@ -7,7 +7,7 @@ greedy continuation and the logits it chose each token from).
 /v1/completions with token-id prompts (the fixtures have no tokenizer, so the tokens come back
 as "token_id:N" with return_tokens_as_token_ids): the greedy tokens and their logprobs are
 transformers'; several requests at once, n choices and a streamed request each get them too
-(every sequence its own recurrent state). A repeated prompt and a conversation's next turn start
+(every sequence its own recurrent state), and so do two tensor-parallel ranks (-tp 2). A repeated prompt and a conversation's next turn start
 from the prefix cache's state snapshots: usage says how many tokens were cached, the tokens stay
 transformers', and /metrics counts the snapshots.
 Run through ctest (scripts/python-env.sh run-pytest); BRIGADE_BIN names the brigade binary.
@@ -34,6 +34,24 @@ def test_greedy_tokens_and_logprobs_are_transformers(name):
         for case in cases:
             assert "decode_logits" in case  # every step's logprob is checked
             assert_transformers_completion(complete(client, name, case), case)
+    finally:
+        stop(proc)
+
+
+@pytest.mark.parametrize("name", ["mamba2", "nemotron_h", "jamba", "qwen3_next", "falcon_h1"])
+def test_two_tensor_parallel_ranks_serve_transformers_tokens(name):
+    """-tp 2: each rank runs its heads (or channels) of every mixer with its part of each
+    sequence's state; the tokens and logprobs are still transformers', alone and all at once."""
+    model_dir = fixtures(name)
+    cases = fixture_server.expected(model_dir)["cases"]
+    proc, client = fixture_server.serve(model_dir, "-tp", "2", "--max-num-batched-tokens", "16")
+    try:
+        for case in cases:
+            assert_transformers_completion(complete(client, name, case), case)
+        with concurrent.futures.ThreadPoolExecutor(6) as pool:
+            futures = [pool.submit(complete, client, name, cases[i % len(cases)]) for i in range(6)]
+            for i, f in enumerate(futures):
+                assert ids_of(f.result().choices[0].logprobs.tokens) == cases[i % len(cases)]["greedy"], i
     finally:
         stop(proc)
 
