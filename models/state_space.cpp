@@ -1150,7 +1150,7 @@ Status check_state_space_parallel(const ModelConfig& c, int tp, bool expert_para
            moe_splits(c, n, expert_parallel);
   };
   if (divides(tp)) return Status::ok();
-  std::string fields, valid;
+  std::string fields;
   const auto field = [&](const std::string& f) { fields += (fields.empty() ? "" : ", ") + f; };
   if (mixers) {
     field(std::string(c.ssm.short_conv ? "the short convolutions' channels ("
@@ -1166,10 +1166,7 @@ Status check_state_space_parallel(const ModelConfig& c, int tp, bool expert_para
   if (dense && dense_width > 0)
     field(std::string(granite ? "shared_intermediate_size (" : "intermediate_size (") + std::to_string(dense_width) + ")");
   if (c.n_moe_layers() > 0) field(moe_split_fields(c, expert_parallel));
-  for (int n = 1; n <= 64; ++n)
-    if (divides(n)) valid += (valid.empty() ? "" : ", ") + std::to_string(n);
-  return invalid_argument("tensor parallelism tp=" + std::to_string(tp) + " must divide " + fields +
-                          "; valid tp for this model: " + valid);
+  return tp_refusal(tp, fields, divides, 64);
 }
 
 int64_t recurrent_state_bytes(const ModelConfig& c, int tp) {

@@ -16,12 +16,17 @@ Status check_tensor_parallel(const ModelConfig& c, const LoadOptions& o, bool sp
            (!dense || c.intermediate_size % n == 0) && moe_splits(c, n, o.expert_parallel);
   };
   if (divides(tp)) return Status::ok();
-  std::string valid, fields = "n_heads (" + std::to_string(c.n_heads) + ")";
-  for (int n = 1; n <= c.n_heads; ++n)
-    if (divides(n)) valid += (valid.empty() ? "" : ", ") + std::to_string(n);
+  std::string fields = "n_heads (" + std::to_string(c.n_heads) + ")";
   if (split_kv_heads) fields += ", n_kv_heads (" + std::to_string(c.n_kv_heads) + ")";
   if (dense) fields += ", intermediate_size (" + std::to_string(c.intermediate_size) + ")";
   if (c.n_moe_layers() > 0) fields += ", " + moe_split_fields(c, o.expert_parallel);
+  return tp_refusal(tp, fields, divides, c.n_heads);
+}
+
+Status tp_refusal(int tp, const std::string& fields, const std::function<bool(int)>& divides, int max_n) {
+  std::string valid;
+  for (int n = 1; n <= max_n; ++n)
+    if (divides(n)) valid += (valid.empty() ? "" : ", ") + std::to_string(n);
   return invalid_argument("tensor parallelism tp=" + std::to_string(tp) + " must divide " + fields +
                           "; valid tp for this model: " + valid);
 }

@@ -2,6 +2,9 @@
 // "Tensor parallelism", "Expert parallelism"), shared by the decoders.
 #pragma once
 
+#include <functional>
+#include <string>
+
 #include "core/backend.h"
 #include "core/communicator.h"
 #include "core/status.h"
@@ -14,6 +17,10 @@ namespace brigade {
 // MLPs' intermediate_size when some layer is dense, and the sparse layers as moe_splits says for
 // o.expert_parallel. The error names each field with its value and lists the sizes that work.
 Status check_tensor_parallel(const ModelConfig& c, const LoadOptions& o, bool split_kv_heads);
+
+// The refusal both checks give: invalid_argument "tensor parallelism tp=<tp> must divide <fields>;
+// valid tp for this model: ..." listing the group sizes in [1, max_n] that `divides` accepts.
+Status tp_refusal(int tp, const std::string& fields, const std::function<bool(int)>& divides, int max_n);
 
 // x [n, heads * head_dim] (this rank's heads of a row whose RMSNorm spans every rank's: `total`
 // elements) scaled in place by weight [heads * head_dim] (this rank's slice) / sqrt(the whole

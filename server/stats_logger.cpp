@@ -2,12 +2,32 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdarg>
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
 #include <thread>
 
 namespace brigade::server {
+namespace {
+
+// out += printf(format, ...), however long.
+[[gnu::format(printf, 2, 3)]] void append_format(std::string& out, const char* format, ...) {
+  std::va_list args, again;
+  va_start(args, format);
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, format, args);
+  va_end(args);
+  if (n > 0) {
+    const size_t at = out.size();
+    out.resize(at + static_cast<size_t>(n) + 1);
+    std::vsnprintf(out.data() + at, static_cast<size_t>(n) + 1, format, again);
+    out.resize(at + static_cast<size_t>(n));
+  }
+  va_end(again);
+}
+
+}  // namespace
 
 std::optional<std::string> stats_line(const EngineStats& before, const EngineStats& now, double seconds) {
   const uint64_t prompt = now.prompt_tokens - before.prompt_tokens;
@@ -17,27 +37,22 @@ std::optional<std::string> stats_line(const EngineStats& before, const EngineSta
   const double s = seconds > 0.0 ? seconds : 1.0;
   const auto pct = [](double part, double whole) { return whole > 0.0 ? 100.0 * part / whole : 0.0; };
   const int held = now.kv_pages_used - now.cache_idle_pages;  // idle cached pages are evictable: free
-  char buf[512];
-  int len = std::snprintf(buf, sizeof buf,
-                          "stats: prompt throughput %.1f tokens/s, generation throughput %.1f tokens/s, running %d "
-                          "reqs, waiting %d reqs, KV cache usage %.1f%% of %d pages, prefix cache hit rate %.1f%%",
-                          static_cast<double>(prompt) / s, static_cast<double>(generated) / s, now.n_running,
-                          now.n_waiting, pct(held, now.kv_pages_total), now.kv_pages_total,
-                          pct(static_cast<double>(now.cache_hit_tokens - before.cache_hit_tokens),
-                              static_cast<double>(now.cache_lookup_tokens - before.cache_lookup_tokens)));
-  std::string line(buf, static_cast<size_t>(std::max(0, std::min(len, static_cast<int>(sizeof buf) - 1))));
+  std::string line;
+  append_format(line,
+                "stats: prompt throughput %.1f tokens/s, generation throughput %.1f tokens/s, running %d reqs, waiting "
+                "%d reqs, KV cache usage %.1f%% of %d pages, prefix cache hit rate %.1f%%",
+                static_cast<double>(prompt) / s, static_cast<double>(generated) / s, now.n_running, now.n_waiting,
+                pct(held, now.kv_pages_total), now.kv_pages_total,
+                pct(static_cast<double>(now.cache_hit_tokens - before.cache_hit_tokens),
+                    static_cast<double>(now.cache_lookup_tokens - before.cache_lookup_tokens)));
   if (const uint64_t drafted = now.spec_draft_tokens - before.spec_draft_tokens; drafted > 0) {
     const uint64_t accepted = now.spec_accepted_tokens - before.spec_accepted_tokens;
-    len = std::snprintf(buf, sizeof buf, ", draft acceptance %.1f%% (%llu of %llu tokens)",
-                        pct(static_cast<double>(accepted), static_cast<double>(drafted)),
-                        static_cast<unsigned long long>(accepted), static_cast<unsigned long long>(drafted));
-    line.append(buf, static_cast<size_t>(std::max(0, std::min(len, static_cast<int>(sizeof buf) - 1))));
+    append_format(line, ", draft acceptance %.1f%% (%llu of %llu tokens)",
+                  pct(static_cast<double>(accepted), static_cast<double>(drafted)),
+                  static_cast<unsigned long long>(accepted), static_cast<unsigned long long>(drafted));
   }
-  if (const uint64_t preempted = now.preemptions - before.preemptions; preempted > 0) {
-    line += ", ";
-    line += std::to_string(preempted);
-    line += " preempted";
-  }
+  if (const uint64_t preempted = now.preemptions - before.preemptions; preempted > 0)
+    append_format(line, ", %llu preempted", static_cast<unsigned long long>(preempted));
   return line;
 }
 
@@ -75,16 +90,13 @@ std::string describe_request(const CompletionRequest& r, const std::string& id, 
       s += ']';
     }
   }
-  char buf[256];
   const SamplingOptions& p = g.sampling;
-  std::snprintf(buf, sizeof buf, ", max_tokens %d, temperature %g, top_p %g, top_k %d, min_p %g", g.max_tokens,
+  append_format(s, ", max_tokens %d, temperature %g, top_p %g, top_k %d, min_p %g", g.max_tokens,
                 static_cast<double>(p.temperature), static_cast<double>(p.top_p), p.top_k, static_cast<double>(p.min_p));
-  s += buf;
   if (p.repetition_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f) {
-    std::snprintf(buf, sizeof buf, ", penalties repetition %g presence %g frequency %g",
+    append_format(s, ", penalties repetition %g presence %g frequency %g",
                   static_cast<double>(p.repetition_penalty), static_cast<double>(p.presence_penalty),
                   static_cast<double>(p.frequency_penalty));
-    s += buf;
   }
   if (p.seed) {
     s += ", seed ";

@@ -222,6 +222,20 @@ testing::FixtureRun run_fixture_on_ranks(std::vector<Rank>& ranks, const testing
   return run;
 }
 
+// Every rank reports `whole`'s parameters and holds less than all of its weights, and the ranks
+// equal transformers on every case of `fixture` (logits within its tolerance, greedy tokens equal).
+void expect_ranks_follow_transformers(std::vector<Rank>& ranks, const Model& whole, const std::string& fixture) {
+  for (const Rank& r : ranks) {
+    EXPECT_EQ(r.model->n_params(), whole.n_params());
+    EXPECT_LT(r.model->weight_bytes(), whole.weight_bytes());
+  }
+  for (const testing::FixtureCase& fc : testing::read_fixture_cases(fixture)) {
+    const testing::FixtureRun run = run_fixture_on_ranks(ranks, fc);
+    EXPECT_LE(run.max_abs_diff, testing::kLogitTol) << "prompt of " << fc.prompt.size();
+    EXPECT_EQ(run.greedy, fc.greedy) << "prompt of " << fc.prompt.size();
+  }
+}
+
 // tp ranks of `fixture`, experts split by columns or by expert, equal transformers on every case
 // (logits within the fixtures' tolerance, greedy tokens equal). Every rank reports the whole
 // model's parameters and holds less than all of its weights.
@@ -233,15 +247,7 @@ void expect_split_matches_transformers(const std::string& fixture, int tp, bool 
   auto ranks = load_ranks(testing::fixture_dir(fixture), tp, expert_parallel, weights);
   ASSERT_TRUE(ranks.has_value()) << ranks.status().to_string();
   ASSERT_GT((*ranks)[0].model->config().n_moe_layers(), 0);
-  for (const Rank& r : *ranks) {
-    EXPECT_EQ(r.model->n_params(), (*whole)[0].model->n_params());
-    EXPECT_LT(r.model->weight_bytes(), (*whole)[0].model->weight_bytes());
-  }
-  for (const testing::FixtureCase& fc : testing::read_fixture_cases(fixture)) {
-    const testing::FixtureRun run = run_fixture_on_ranks(*ranks, fc);
-    EXPECT_LE(run.max_abs_diff, testing::kLogitTol) << "prompt of " << fc.prompt.size();
-    EXPECT_EQ(run.greedy, fc.greedy) << "prompt of " << fc.prompt.size();
-  }
+  expect_ranks_follow_transformers(*ranks, *(*whole)[0].model, fixture);
 }
 
 // Phi-3 stores q|k|v and gate|up fused (qkv_proj, gate_up_proj): each rank takes its rows of q,
@@ -523,16 +529,9 @@ TEST(TensorParallel, StateSpaceModelsMatchTransformersAtTp2) {
     ASSERT_TRUE(whole.has_value()) << whole.status().to_string();
     auto ranks = load_ranks(testing::fixture_dir(fixture), 2);
     ASSERT_TRUE(ranks.has_value()) << ranks.status().to_string();
-    for (const Rank& r : *ranks) {
-      EXPECT_EQ(r.model->n_params(), (*whole)[0].model->n_params());
-      EXPECT_LT(r.model->weight_bytes(), (*whole)[0].model->weight_bytes());
+    for (const Rank& r : *ranks)
       EXPECT_LT(r.model->state_bytes_per_slot(), (*whole)[0].model->state_bytes_per_slot());
-    }
-    for (const testing::FixtureCase& fc : testing::read_fixture_cases(fixture)) {
-      const testing::FixtureRun run = run_fixture_on_ranks(*ranks, fc);
-      EXPECT_LE(run.max_abs_diff, testing::kLogitTol) << "prompt of " << fc.prompt.size();
-      EXPECT_EQ(run.greedy, fc.greedy) << "prompt of " << fc.prompt.size();
-    }
+    expect_ranks_follow_transformers(*ranks, *(*whole)[0].model, fixture);
     whole->clear();
     ranks->clear();
     expect_same_as_unsharded(testing::fixture_dir(fixture), 2);
