@@ -341,9 +341,12 @@ std::string format_model_info(const ModelInfo& m) {
     for (size_t h = 0; h < c.alibi_slopes.size() && h < 4; ++h) slopes += (h ? ", " : "") + num(c.alibi_slopes[h]);
     s += "positions:     ALiBi, slopes " + slopes + (c.alibi_slopes.size() > 4 ? ", ..." : "") + "; no RoPE\n";
   } else if (!c.encoder && !c.nope && c.n_attention_layers() > 0) {
-  if (c.arch == "granite" || c.arch == "granitemoe" || c.arch == "granitemoeshared")  // Granite 3's scalings in the Llama decoder
-    s += "granite:       embeddings x " + num(c.embedding_multiplier) + ", sublayer outputs x " +
-         num(c.residual_multiplier) + ", logits / " + num(c.logits_scaling) + "\n";
+  if (c.arch == "granite" || c.arch == "granitemoe" || c.arch == "granitemoeshared" || c.arch == "hyperclovax") {
+    // Granite 3's scalings in the Llama decoder (HyperCLOVA X's logits multiplied: logit_scale's line)
+    s += "granite:       embeddings x " + num(c.embedding_multiplier) + ", sublayer outputs x " + num(c.residual_multiplier);
+    if (c.logits_scaling > 0.0f) s += ", logits / " + num(c.logits_scaling);
+    s += "\n";
+  }
   char theta[32];
   std::snprintf(theta, sizeof(theta), "%g", static_cast<double>(c.rope_theta));
   s += std::string("rope:          theta ") + theta +

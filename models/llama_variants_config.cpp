@@ -97,7 +97,7 @@ std::string llama_variant_arch(const std::string& class_name, const std::string&
       {"ExaoneMoEForCausalLM", "exaone_moe"},
       {"InternLM2ForCausalLM", "internlm2"},      {"InternLM3ForCausalLM", "internlm3"},  // internlm_config.h
       {"MiniCPMForCausalLM", "minicpm"},          {"CwmForCausalLM", "cwm"},
-      {"NanoChatForCausalLM", "nanochat"}};  // (mimo_exaone_config.h; K-EXAONE's first configs' spelling)
+      {"NanoChatForCausalLM", "nanochat"},       {"HyperCLOVAXForCausalLM", "hyperclovax"}};  // (model_config.cpp's read_hyperclovax)  // (mimo_exaone_config.h; K-EXAONE's first configs' spelling)
   for (const auto& [cls, type] : kNames)
     if (class_name == cls || (class_name.empty() && model_type == type)) return type;
   return {};

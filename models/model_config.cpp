@@ -54,7 +54,7 @@ constexpr const char* kSupported =
     "Qwen3NextForCausalLM (qwen3_next), Qwen3_5ForCausalLM (qwen3_5_text), Qwen3_5MoeForCausalLM (qwen3_5_moe_text), "
     "Lfm2ForCausalLM (lfm2), Lfm2MoeForCausalLM (lfm2_moe), FalconH1ForCausalLM (falcon_h1), KimiLinearForCausalLM (kimi_linear), LongcatFlashForCausalLM (longcat_flash), MiniMaxForCausalLM (minimax), SmolLM3ForCausalLM "
     "(smollm3), GraniteForCausalLM (granite), GraniteMoeForCausalLM (granitemoe), GraniteMoeSharedForCausalLM "
-    "(granitemoeshared), GraniteSWAForCausalLM (granite_swa), GraniteMoeSWAForCausalLM (granitemoe_swa), Cohere2MoeForCausalLM (cohere2_moe), YoutuForCausalLM (youtu), MiniCPM3ForCausalLM (minicpm3), IQuestCoderForCausalLM (as llama), SolarOpenForCausalLM, MiniCPM5MoeForCausalLM, Param2MoEForCausalLM (param2moe) and SarvamMoEForCausalLM (sarvam_moe; as glm4_moe), HYV3ForCausalLM (hy_v3; as glm4_moe), SarvamMLAForCausalLM (sarvam_mla; as deepseek_v3), MinistralForCausalLM (ministral), CwmForCausalLM (cwm), DbrxForCausalLM (dbrx), InternLM2ForCausalLM (internlm2), InternLM3ForCausalLM (internlm3), MiniCPMForCausalLM (minicpm), OlmoForCausalLM (olmo), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
+    "(granitemoeshared), GraniteSWAForCausalLM (granite_swa), GraniteMoeSWAForCausalLM (granitemoe_swa), HyperCLOVAXForCausalLM (hyperclovax), Cohere2MoeForCausalLM (cohere2_moe), YoutuForCausalLM (youtu), MiniCPM3ForCausalLM (minicpm3), IQuestCoderForCausalLM (as llama), SolarOpenForCausalLM, MiniCPM5MoeForCausalLM, Param2MoEForCausalLM (param2moe) and SarvamMoEForCausalLM (sarvam_moe; as glm4_moe), HYV3ForCausalLM (hy_v3; as glm4_moe), SarvamMLAForCausalLM (sarvam_mla; as deepseek_v3), MinistralForCausalLM (ministral), CwmForCausalLM (cwm), DbrxForCausalLM (dbrx), InternLM2ForCausalLM (internlm2), InternLM3ForCausalLM (internlm3), MiniCPMForCausalLM (minicpm), OlmoForCausalLM (olmo), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
     "(exaone4), Glm4ForCausalLM (glm4), GlmForCausalLM (glm; also the remote-code ChatGLMModel layout), HeliumForCausalLM (helium), SeedOssForCausalLM (seed_oss), Ernie4_5ForCausalLM (ernie4_5), "
     "HunYuanDenseV1ForCausalLM (hunyuan_v1_dense), HunYuanMoEV1ForCausalLM (hunyuan_v1_moe), OlmoeForCausalLM (olmoe), ApertusForCausalLM (apertus), "
     "Ernie4_5_MoeForCausalLM (ernie4_5_moe), "
@@ -254,6 +254,22 @@ Status read_granite(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
+// HyperCLOVA X SEED (hyperclovax: HyperCLOVAXForCausalLM, naver-hyperclovax/HyperCLOVAX-SEED-Think-14B):
+// Granite's layer and scalings (read_granite; attention_multiplier head_dim^-0.5 where absent or
+// null, as HyperCLOVAXConfig resolves it), the logits multiplied by logits_scaling rather than
+// divided (Cohere's logit_scale), and Peri-LN (use_post_norm, true by default): an RMSNorm on each
+// sublayer's output before residual_multiplier and its residual add, Gemma's four norms
+// (sandwich_norms) under post_norm1 / post_norm2.
+Status read_hyperclovax(json j, ModelConfig& c) {
+  if (auto it = j.find("attention_multiplier"); it == j.end() || it->is_null())
+    j["attention_multiplier"] = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
+  BRIGADE_RETURN_IF_ERROR(read_granite(j, c));
+  c.logit_scale = c.logits_scaling;
+  c.logits_scaling = 0.0f;
+  c.sandwich_norms = true;
+  return read_bool(j, "use_post_norm", c.sandwich_norms);
+}
+
 // GraniteSWA (granite_swa, ibm-granite/granite-swash-2b) and GraniteMoeSWA (granitemoe_swa): a learned
 // sink per head (gpt-oss's: one more logit in each row's softmax, transformers' sigmoid(lse - sink)
 // scaling), a window (128 by default; null: none) on the layers layer_types calls sliding (by
@@ -317,6 +333,7 @@ Status read_attention_shape(const json& j, ModelConfig& c) {
     const std::string type = config_model_type(j);
     return type == "granite_swa" || type == "granitemoe_swa" ? read_granite_swa(j, c) : Status::ok();
   }
+  if (c.arch == "hyperclovax") return read_hyperclovax(j, c);
   if (is_llama_variant(c.arch)) return read_llama_variant(j, c);  // models/llama_variants_config.h
   if (c.arch == "llama" || c.arch == "mixtral") {  // MixtralAttention is LlamaAttention's, without biases
     if (c.arch == "mixtral" && c.attention_bias)

@@ -371,6 +371,16 @@ def fixtures():
         "granite": ("GraniteConfig", "GraniteForCausalLM", base_config(
             embedding_multiplier=3.0, residual_multiplier=0.5, attention_multiplier=0.2, logits_scaling=2.0,
             tie_word_embeddings=True)),
+        # NAVER HyperCLOVA X SEED (HyperCLOVAXForCausalLM, naver-hyperclovax/HyperCLOVAX-SEED-Think-14B):
+        # Granite's layer and muP scalings with Peri-LN (an RMSNorm on each sublayer's output, before
+        # residual_multiplier), the logits multiplied by logits_scaling, attention_multiplier left to
+        # its head_dim^-0.5 default; head_dim 24 apart from hidden / heads.
+        "hyperclovax": ("HyperCLOVAXConfig", "HyperCLOVAXForCausalLM", base_config(
+            head_dim=24, embedding_multiplier=3.0, residual_multiplier=0.5, logits_scaling=2.0, pad_token_id=0)),
+        # The same with use_post_norm off: Granite's two norms, the rest as above.
+        "hyperclovax_no_post_norm": ("HyperCLOVAXConfig", "HyperCLOVAXForCausalLM", base_config(
+            embedding_multiplier=3.0, residual_multiplier=0.5, attention_multiplier=0.2, logits_scaling=2.0,
+            use_post_norm=False, tie_word_embeddings=True, pad_token_id=0)),
         # OLMo 2 (Olmo2ForCausalLM, allenai/OLMo-2-*): norms after the attention and the MLP only,
         # q/k norms over the whole projections; attention biases on.
         "olmo2": ("Olmo2Config", "Olmo2ForCausalLM", base_config(attention_bias=True, pad_token_id=0)),
@@ -1682,7 +1692,7 @@ def make(name, config_cls, model_cls, kw, seed, model=None):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("nanochat", "cwm", "iquestcoder", "solar", "minicpm", "youtu", "bamba", "deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "ministral", "vaultgemma", "param2moe", "sarvam", "cohere2_moe", "hy_v3", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone", "gpt", "falcon", "bloom", "mpt", "opt")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("nanochat", "cwm", "iquestcoder", "solar", "minicpm", "youtu", "bamba", "deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "ministral", "vaultgemma", "hyperclovax", "param2moe", "sarvam", "cohere2_moe", "hy_v3", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone", "gpt", "falcon", "bloom", "mpt", "opt")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 

@@ -1,12 +1,14 @@
-// Four more relatives of the Llama decoder against transformers: Jais 2 and Nemotron (Minitron)
-// and EXAONE 3.0 / 3.5 (models/classic_decoders_config.h), FlexOlmo (models/llama_variants_config.h).
-// Their fixtures (scripts/make_fixtures.py: jais2, nemotron, exaone with the Hub's tensor and config
-// names, flex_olmo) run in HfFixture (hf_fixture_test.cpp) and their GGUF files in GgufClassicF32
+// More relatives of the Llama decoder against transformers: Jais 2 and Nemotron (Minitron) and
+// EXAONE 3.0 / 3.5 (models/classic_decoders_config.h), FlexOlmo (models/llama_variants_config.h),
+// HyperCLOVA X SEED (read_hyperclovax, models/model_config.cpp). Their fixtures
+// (scripts/make_fixtures.py: jais2, nemotron, exaone with the Hub's tensor and config names,
+// flex_olmo, hyperclovax, hyperclovax_no_post_norm) run in HfFixture (hf_fixture_test.cpp) and their GGUF files in GgufClassicF32
 // (gguf_classic_decoders_test.cpp); here, their configs as parsed, each piece moving the logits far
 // outside the tolerance when changed (so the fixtures check each), config values the decoder does
 // not run refused by name, and what `inspect` says of them.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 #include <string>
 #include <vector>
@@ -182,6 +184,51 @@ TEST(FlexOlmo, Config) {
 TEST(FlexOlmo, PiecesMoveTheLogits) {
   EXPECT_GT(max_diff_with_rules("flex_olmo", [](ModelConfig& c) { c.n_experts_per_tok = 1; }), 100 * kLogitTol)
       << "top 1";
+}
+
+TEST(HyperClovax, Config) {
+  auto c = parse_fixture("hyperclovax");
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "hyperclovax");
+  EXPECT_TRUE(c->sandwich_norms) << "use_post_norm: Peri-LN";
+  EXPECT_EQ(c->head_dim, 24);
+  EXPECT_FLOAT_EQ(c->embedding_multiplier, 3.0f);
+  EXPECT_FLOAT_EQ(c->residual_multiplier, 0.5f);
+  EXPECT_FLOAT_EQ(c->logits_multiplier(), 2.0f) << "logits_scaling multiplies (Granite's divides)";
+  EXPECT_FLOAT_EQ(c->attn_scale, 1.0f / std::sqrt(24.0f));
+  auto plain = parse_fixture("hyperclovax_no_post_norm");
+  ASSERT_TRUE(plain.has_value()) << plain.status().to_string();
+  EXPECT_FALSE(plain->sandwich_norms);
+  EXPECT_FLOAT_EQ(plain->attn_scale, 0.2f);
+  auto defaults = parse_fixture("hyperclovax", [](nlohmann::json& j) {
+    j.erase("use_post_norm");
+    j["attention_multiplier"] = nullptr;
+  });
+  ASSERT_TRUE(defaults.has_value()) << defaults.status().to_string();
+  EXPECT_TRUE(defaults->sandwich_norms) << "HyperCLOVAXConfig's default: on";
+  EXPECT_FLOAT_EQ(defaults->attn_scale, 1.0f / std::sqrt(24.0f)) << "null: head_dim^-0.5";
+}
+
+// The post norms, their order before residual_multiplier, the logits' multiplier and the default
+// attention_multiplier each checked by the fixtures.
+TEST(HyperClovax, PiecesMoveTheLogits) {
+  const float far = 100 * kLogitTol;
+  EXPECT_GT(max_diff_with_rules("hyperclovax", [](ModelConfig& c) {
+              c.logits_scaling = c.logit_scale;
+              c.logit_scale = 0.0f;
+            }),
+            far)
+      << "logits divided";
+  EXPECT_GT(max_diff_with_rules("hyperclovax", [](ModelConfig& c) { c.residual_multiplier = 1.0f; }), far);
+  EXPECT_GT(max_diff_with_config("hyperclovax", [](nlohmann::json& j) { j["attention_multiplier"] = 1.0; }), far)
+      << "Granite's default 1";
+  EXPECT_LT(max_diff_with_config("hyperclovax", [](nlohmann::json& j) { j.erase("attention_multiplier"); }), kLogitTol)
+      << "absent: head_dim^-0.5, as saved";
+  EXPECT_GT(max_diff_with_rules("hyperclovax_no_post_norm", [](ModelConfig& c) { c.embedding_multiplier = 1.0f; }), far);
+}
+
+TEST(HyperClovax, InspectNamesIt) {
+  expect_inspect_names({{"hyperclovax", {"hyperclovax", "post-attention and post-MLP norms", "logits x 2"}}});
 }
 
 }  // namespace
