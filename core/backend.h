@@ -143,6 +143,10 @@ struct MoeRouting {
   MoeGroupScore group_score = MoeGroupScore::none;
   float scale = 1.0f;             // multiplies the weights (routed_scaling_factor)
   Tensor bias;                    // [E] f32 added to the scores for selection only; empty = none
+  // The selection ranks the router logits (plus bias) rather than the scores; the weights stay
+  // the chosen experts' scores (Kolibri-1: top-k of logits + e_score_correction_bias, weighted by
+  // their sigmoid). Softmax ranks as its logits do, so only sigmoid with a bias differs.
+  bool select_on_logits = false;
   float jitter_eps = 0.0f;         // sparsemixer's mask threshold (router_jitter_noise)
   // [E] f32: weights[t, j] is multiplied by expert_scale[chosen expert] after the normalisation and
   // `scale` (Gemma 4's per_expert_scale); empty = none.

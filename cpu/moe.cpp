@@ -396,7 +396,7 @@ void moe_route(const CpuContext& c, const Tensor& router_logits, const MoeRoutin
         for (int64_t i = 0; i < n_experts; ++i) p[static_cast<size_t>(i)] = 1.0f / (1.0f + std::exp(-l[i]));
       }
       for (int64_t i = 0; i < n_experts; ++i)
-        choice[static_cast<size_t>(i)] = p[static_cast<size_t>(i)] + (bias != nullptr ? bias[i] : 0.0f);
+        choice[static_cast<size_t>(i)] = (r.select_on_logits ? l[i] : p[static_cast<size_t>(i)]) + (bias != nullptr ? bias[i] : 0.0f);
       std::iota(order.begin(), order.end(), 0);
       auto candidates = order.end();
       if (grouped) {

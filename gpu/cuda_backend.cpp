@@ -508,6 +508,7 @@ class CudaBackendImpl final : public CudaBackend {
     a.n_experts = static_cast<int>(n_experts);
     a.k = k;
     a.sigmoid = r.scoring == MoeScoring::sigmoid;
+    a.select_on_logits = r.select_on_logits;
     a.sparsemixer = r.scoring == MoeScoring::sparsemixer;
     a.jitter_eps = r.jitter_eps;
     BRIGADE_CHECK(!a.sparsemixer || (k == 2 && r.bias.empty() && !grouped),
@@ -521,7 +522,7 @@ class CudaBackendImpl final : public CudaBackend {
     a.ids = ids.as<int32_t>();
     a.weights = weights.as<float>();
     bind();
-    graphs_->record(Sig() << kMoeRoute << router_logits << k << a.sigmoid << a.sparsemixer << r.jitter_eps << r.normalize << r.n_group << r.topk_group
+    graphs_->record(Sig() << kMoeRoute << router_logits << k << a.sigmoid << a.select_on_logits << a.sparsemixer << r.jitter_eps << r.normalize << r.n_group << r.topk_group
                           << a.group_score << r.scale << r.bias << r.expert_scale << ids << weights,
                     [=, this] { gpu::launch_moe_route(a, n, stream_); });
   }

@@ -163,6 +163,7 @@ struct RouteArgs {
   int n_experts = 0;
   int k = 1;
   bool sigmoid = false;
+  bool select_on_logits = false;  // rank logits + bias, not scores + bias (MoeRouting::select_on_logits)
   bool normalize = false;
   int n_group = 1;
   int topk_group = 1;

@@ -32,13 +32,13 @@ __device__ __forceinline__ bool better(float v, int i, float bv, int bi) { retur
 
 // Marks with excluded[i] = 1 every expert outside the topk_group best groups (thread 0, serially:
 // n_group <= 64 groups of E / n_group experts, a few hundred comparisons per token).
-__device__ void exclude_groups(const float* p, const float* bias, const RouteArgs& a, unsigned char* excluded) {
+__device__ void exclude_groups(const float* sel, const float* bias, const RouteArgs& a, unsigned char* excluded) {
   float score[64];
   const int size = a.n_experts / a.n_group;
   for (int g = 0; g < a.n_group; ++g) {
     float b1 = -INFINITY, b2 = -INFINITY;  // the group's largest and second largest choice score
     for (int i = g * size; i < (g + 1) * size; ++i) {
-      const float c = p[i] + (bias != nullptr ? bias[i] : 0.0f);
+      const float c = sel[i] + (bias != nullptr ? bias[i] : 0.0f);
       if (c > b1) b2 = b1, b1 = c;
       else if (c > b2) b2 = c;
     }
@@ -76,7 +76,8 @@ __global__ void route_kernel(RouteArgs a) {
   }
   for (int i = threadIdx.x; i < n_experts; i += blockDim.x) excluded[i] = 0;
   __syncthreads();
-  if (a.group_score != 0 && a.n_group > 1 && threadIdx.x == 0) exclude_groups(p, a.bias, a, excluded);
+  const float* sel = a.select_on_logits ? l : p;  // what the selection ranks (plus the bias)
+  if (a.group_score != 0 && a.n_group > 1 && threadIdx.x == 0) exclude_groups(sel, a.bias, a, excluded);
   __syncthreads();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
   float top = 0.0f;  // thread 0's running sum of the chosen scores
@@ -84,7 +85,7 @@ __global__ void route_kernel(RouteArgs a) {
     float bv = -INFINITY;
     int bi = n_experts;
     for (int i = threadIdx.x; i < n_experts; i += blockDim.x) {
-      const float c = p[i] + (a.bias != nullptr ? a.bias[i] : 0.0f);
+      const float c = sel[i] + (a.bias != nullptr ? a.bias[i] : 0.0f);
       if (!excluded[i] && better(c, i, bv, bi)) bv = c, bi = i;
     }
     for (int o = 16; o > 0; o >>= 1) {

@@ -245,12 +245,7 @@ std::map<std::string, RawTensor> hy_v3_tensors(std::map<std::string, RawTensor> 
                        [&](const auto& r) { return name.find(r.first) != std::string::npos; });
   };
   if (std::none_of(tensors.begin(), tensors.end(), [&](const auto& kv) { return hy3_name(kv.first); })) return tensors;
-  std::map<std::string, RawTensor> out;
-  for (auto& [stored, t] : tensors) {
-    t.name = renamed(stored, kRenames);
-    out.insert_or_assign(t.name, std::move(t));
-  }
-  return out;
+  return renamed_tensors(std::move(tensors), kRenames);
 }
 
 bool has_sarvam_layout(const std::map<std::string, RawTensor>& tensors) {

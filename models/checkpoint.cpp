@@ -138,12 +138,14 @@ Status Checkpoint::open_directory() {
   if (config_.arch == "nanochat") {  // its ungated MLP's fc1 / fc2 under Llama's up / down names
     static constexpr std::pair<const char*, const char*> kMlp[] = {{".mlp.fc1.", ".mlp.up_proj."},
                                                                    {".mlp.fc2.", ".mlp.down_proj."}};
-    std::map<std::string, RawTensor> out;
-    for (auto& [name, t] : tensors_) {
-      t.name = renamed(name, kMlp);
-      out.emplace(t.name, std::move(t));
-    }
-    tensors_ = std::move(out);
+    tensors_ = renamed_tensors(std::move(tensors_), kMlp);
+  }
+  if (config_.arch == "kolibri1") {  // the Hub's names, as transformers' conversion mapping renames them
+    static constexpr std::pair<const char*, const char*> kHub[] = {
+        {".moe.router.expert_bias", ".mlp.gate.e_score_correction_bias"},
+        {".post_attn_norm.", ".post_self_attn_layernorm."},
+        {".post_ffn_norm.", ".post_mlp_layernorm."}};
+    tensors_ = renamed_tensors(std::move(tensors_), kHub);
   }
   if (config_.arch == "internlm2") {  // InternLM2's names and its wqkv per KV group (models/internlm_config.h)
     BRIGADE_ASSIGN_OR_RETURN(tensors_, internlm2_tensors(config_, std::move(tensors_), derived_));

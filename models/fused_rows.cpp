@@ -15,6 +15,16 @@ std::string renamed(std::string name, std::span<const std::pair<const char*, con
   return name;
 }
 
+std::map<std::string, RawTensor> renamed_tensors(std::map<std::string, RawTensor> tensors,
+                                                 std::span<const std::pair<const char*, const char*>> table) {
+  std::map<std::string, RawTensor> out;
+  for (auto& [stored, t] : tensors) {
+    t.name = renamed(stored, table);
+    out.insert_or_assign(t.name, std::move(t));
+  }
+  return out;
+}
+
 RawTensor take_rows(const RawTensor& t, const std::vector<RowRange>& ranges, std::string name,
                     std::vector<std::vector<uint8_t>>& arena) {
   RawTensor out = t;

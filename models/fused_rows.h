@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <utility>
@@ -25,6 +26,11 @@ bool is_float_tensor(const RawTensor& t);
 
 // `name` with the first occurrence of each table entry's `from` replaced by its `to`, in table order.
 std::string renamed(std::string name, std::span<const std::pair<const char*, const char*>> table);
+
+// Every tensor under its renamed name (RawTensor::name too); a later one of the same new name
+// replaces an earlier one.
+std::map<std::string, RawTensor> renamed_tensors(std::map<std::string, RawTensor> tensors,
+                                                 std::span<const std::pair<const char*, const char*>> table);
 
 // t's rows `ranges`, in that order, as one tensor named `name` (t a 2-D weight [rows, cols] or a
 // 1-D bias [rows] of an element type): a view of t's bytes for a single range, else a copy into

@@ -40,7 +40,8 @@ std::string deepseek_routing(const ModelConfig& c) {
   char scale[32];
   std::snprintf(scale, sizeof(scale), "%g", static_cast<double>(c.routed_scaling_factor));
   std::string r = c.moe_scoring == MoeScoring::sigmoid ? "sigmoid" : "softmax";
-  if (c.moe_score_bias) r += " + e_score_correction_bias (selection only)";
+  if (c.moe_score_bias)
+    r += c.moe_select_on_logits ? ", chosen by logits + e_score_correction_bias" : " + e_score_correction_bias (selection only)";
   if (c.moe_group_score != MoeGroupScore::none)
     r += std::string(", groups ") + std::to_string(c.topk_group) + " of " + std::to_string(c.n_group) + " by " +
          (c.moe_group_score == MoeGroupScore::max ? "max" : "top-2 sum");
@@ -432,7 +433,8 @@ std::string format_model_info(const ModelInfo& m) {
     else if (!c.shared_gate && c.shared_expert_intermediate_size > 0)  // Granite's and Hunyuan's shared MLP
       s += ", an ungated shared SwiGLU of " + std::to_string(c.shared_width());
     s += "\n";
-    if (c.is_mla() || c.arch == "glm4_moe" || c.arch == "dots1" || c.arch == "mimo_v2_flash" || c.arch == "exaone_moe")
+    if (c.is_mla() || c.arch == "glm4_moe" || c.arch == "dots1" || c.arch == "mimo_v2_flash" || c.arch == "exaone_moe" ||
+        c.arch == "kolibri1")
       s += "routing:       " + deepseek_routing(c) + "\n";
     if (c.arch == "minimax_m2")
       s += std::string("routing:       sigmoid") + (c.moe_score_bias ? " + e_score_correction_bias (selection only)" : "") +

@@ -339,7 +339,7 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
   } else if (c.arch == "apertus") {  // ApertusDecoderLayer's names for Llama's two
     BRIGADE_ASSIGN_OR_RETURN(layer.attn_norm, norm("attention_layernorm.weight", hidden));
     BRIGADE_ASSIGN_OR_RETURN(layer.mlp_norm, norm("feedforward_layernorm.weight", hidden));
-  } else if (c.sandwich_norms) {  // attn, post-attn, MLP, post-MLP: Gemma's names, Glm4DecoderLayer's, AfmoeDecoderLayer's, HyperCLOVAX's
+  } else if (c.sandwich_norms) {  // attn, post-attn, MLP, post-MLP: Gemma's names, Glm4DecoderLayer's (Kolibri-1's), AfmoeDecoderLayer's, HyperCLOVAX's
     using Names = std::array<const char*, 4>;
     static constexpr Names kGemma = {"input_layernorm.weight", "post_attention_layernorm.weight",
                                      "pre_feedforward_layernorm.weight", "post_feedforward_layernorm.weight"};
@@ -349,7 +349,7 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
                                      "pre_mlp_layernorm.weight", "post_mlp_layernorm.weight"};
     static constexpr Names kHyperClovax = {"input_layernorm.weight", "post_norm1.weight",
                                            "post_attention_layernorm.weight", "post_norm2.weight"};
-    const Names& n = c.arch == "glm4" ? kGlm4 : c.arch == "afmoe" ? kAfmoe : c.arch == "hyperclovax" ? kHyperClovax : kGemma;
+    const Names& n = c.arch == "glm4" || c.arch == "kolibri1" ? kGlm4 : c.arch == "afmoe" ? kAfmoe : c.arch == "hyperclovax" ? kHyperClovax : kGemma;
     BRIGADE_ASSIGN_OR_RETURN(layer.attn_norm, norm(n[0], hidden));
     BRIGADE_ASSIGN_OR_RETURN(layer.post_attn_norm, norm(n[1], hidden));
     BRIGADE_ASSIGN_OR_RETURN(layer.mlp_norm, norm(n[2], hidden));

@@ -94,7 +94,7 @@ std::string llama_variant_arch(const std::string& class_name, const std::string&
       {"GPTNeoForCausalLM", "gpt_neo"},           {"CodeGenForCausalLM", "codegen"},
       {"MptForCausalLM", "mpt"},                  {"MPTForCausalLM", "mpt"},  // (transformers', the Hub's remote code's)
       {"MiMoV2FlashForCausalLM", "mimo_v2_flash"}, {"ExaoneMoeForCausalLM", "exaone_moe"},
-      {"ExaoneMoEForCausalLM", "exaone_moe"},
+      {"ExaoneMoEForCausalLM", "exaone_moe"},    {"Kolibri1ForCausalLM", "kolibri1"},
       {"InternLM2ForCausalLM", "internlm2"},      {"InternLM3ForCausalLM", "internlm3"},  // internlm_config.h
       {"MiniCPMForCausalLM", "minicpm"},          {"CwmForCausalLM", "cwm"},
       {"NanoChatForCausalLM", "nanochat"},       {"HyperCLOVAXForCausalLM", "hyperclovax"}};  // (model_config.cpp's read_hyperclovax)  // (mimo_exaone_config.h; K-EXAONE's first configs' spelling)
@@ -640,7 +640,7 @@ Status read_llama_variant(const json& j, ModelConfig& c) {
   if (c.arch == "nanochat") return read_nanochat(j, c);
   if (c.arch == "phimoe") return read_phimoe(j, c);  // models/phimoe_config.h
   if (c.arch == "afmoe" || c.arch == "arcee") return read_arcee_family(j, c);  // models/arcee_config.h
-  if (c.arch == "mimo_v2_flash" || c.arch == "exaone_moe") return read_mimo_exaone(j, c);  // models/mimo_exaone_config.h
+  if (c.arch == "mimo_v2_flash" || c.arch == "exaone_moe" || c.arch == "kolibri1") return read_mimo_exaone(j, c);  // models/mimo_exaone_config.h
   if (is_classic_decoder(c.arch)) return read_classic_decoder(j, c);  // models/classic_decoders_config.h
   if (c.arch == "ministral3") return read_llama4_scaling_beta(j, c);
   if (c.arch == "ministral") return read_ministral(j, c);

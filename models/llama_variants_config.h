@@ -49,7 +49,8 @@
 //     models/arcee_config.h;
 //   gemma (Gemma 1), starcoder2 (StarCoder2), phi (Phi-1 / 1.5 / 2) and stablelm (StableLM):
 //     models/classic_decoders_config.h;
-//   mimo_v2_flash (MiMo-V2-Flash) and exaone_moe (K-EXAONE): models/mimo_exaone_config.h.
+//   mimo_v2_flash (MiMo-V2-Flash), exaone_moe (K-EXAONE) and kolibri1 (Aleph Alpha Kolibri-1):
+//     models/mimo_exaone_config.h.
 #pragma once
 
 #include <nlohmann/json.hpp>

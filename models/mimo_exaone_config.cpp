@@ -200,8 +200,45 @@ Status read_exaone_moe(const json& j, ModelConfig& c) {
 
 }  // namespace
 
+// Kolibri1Config (over Qwen3MoeConfig): EXAONE 4's attention and windows (513 by default; null is
+// refused: transformers' Kolibri1Model always builds the sliding mask, and fails without one;
+// layer_types absent: every fifth layer full, without RoPE) in
+// GLM-4's four-norm layer, every layer sparse: num_experts experts (saved as num_local_experts)
+// of moe_intermediate_size beside one ungated shared SwiGLU of shared_expert_intermediate_size,
+// the top num_experts_per_tok of the router logits plus e_score_correction_bias, each weighted by
+// its logit's sigmoid (renormalised with norm_topk_prob, false by default), no scaling factor.
+Status read_kolibri1(const json& j, ModelConfig& c) {
+  BRIGADE_RETURN_IF_ERROR(require_silu(j, c));
+  c.qk_norm = true;
+  c.sandwich_norms = true;
+  BRIGADE_RETURN_IF_ERROR(read_window_or_null(j, c, 513));
+  if (c.sliding_window <= 0)
+    return invalid_argument("config.json: sliding_window must be > 0 for kolibri1 (transformers' Kolibri1Model "
+                            "builds its sliding mask from it)");
+  BRIGADE_RETURN_IF_ERROR(read_layer_types(j, c, 5));
+  nope_on_full_layers(c);  // "global NoPE"
+  c.n_experts = 384;
+  c.n_experts_per_tok = 6;
+  c.moe_intermediate_size = c.shared_expert_intermediate_size = 512;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, j.contains("num_local_experts") ? "num_local_experts" : "num_experts", c.n_experts, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_experts_per_tok", c.n_experts_per_tok, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "moe_intermediate_size", c.moe_intermediate_size, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "shared_expert_intermediate_size", c.shared_expert_intermediate_size, false));
+  if (c.shared_expert_intermediate_size <= 0)
+    return invalid_argument("config.json: shared_expert_intermediate_size must be > 0 (kolibri1's shared experts)");
+  c.norm_topk_prob = false;
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "norm_topk_prob", c.norm_topk_prob));
+  c.n_group = c.topk_group = 1;
+  c.routed_scaling_factor = 1.0f;
+  c.moe_scoring = MoeScoring::sigmoid;
+  c.moe_score_bias = c.moe_select_on_logits = true;
+  c.moe_group_score = MoeGroupScore::none;
+  return Status::ok();
+}
+
 Status read_mimo_exaone(const json& j, ModelConfig& c) {
   if (c.arch == "mimo_v2_flash") return read_mimo(j, c);
+  if (c.arch == "kolibri1") return read_kolibri1(j, c);
   return read_exaone_moe(j, c);
 }
 

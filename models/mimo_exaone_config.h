@@ -1,6 +1,7 @@
-// Internal to models/: the config.json fields of two hybrid sliding-window MoE decoders routed as
+// Internal to models/: the config.json fields of three hybrid sliding-window MoE decoders routed as
 // DeepSeek-V3 routes (sigmoid scores, e_score_correction_bias shifting the selection, groups by
-// their two best, renormalised with norm_topk_prob, times routed_scaling_factor), read into
+// their two best, renormalised with norm_topk_prob, times routed_scaling_factor; Kolibri-1 ranks
+// the logits rather than the scores), read into
 // ModelConfig by parse_hf_config (models/model_config.cpp, through read_llama_variant) for the
 // Llama decoder (models/llama.h):
 //   mimo_v2_flash (MiMoV2FlashForCausalLM, Xiaomi MiMo-V2-Flash; MiMoV2FlashConfig): the
@@ -27,6 +28,15 @@
 //     post_attention_layernorm before the MLP); mlp_layer_types' "dense" layers (absent: the
 //     first first_k_dense_replace) a SwiGLU of intermediate_size, the others num_experts experts
 //     of moe_intermediate_size beside num_shared_experts shared ones of that width each.
+//   kolibri1 (Kolibri1ForCausalLM, Aleph Alpha Kolibri-1; Kolibri1Config over Qwen3MoeConfig):
+//     EXAONE 4's attention and windows (sliding_window 513 by default, required; layer_types by
+//     default every fifth layer full, without RoPE) in GLM-4's four-norm layer (input_layernorm,
+//     post_self_attn_layernorm, post_attention_layernorm before the MLP, post_mlp_layernorm);
+//     every layer num_experts (num_local_experts) experts beside one ungated shared SwiGLU of
+//     shared_expert_intermediate_size (mlp.shared_experts), the top num_experts_per_tok chosen by
+//     the router logits plus e_score_correction_bias (not their sigmoid plus it:
+//     MoeRouting::select_on_logits), weighted by the chosen logits' sigmoid, renormalised with
+//     norm_topk_prob (false by default), no routed_scaling_factor.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -35,7 +45,7 @@
 
 namespace brigade {
 
-// Reads c.arch "mimo_v2_flash" or "exaone_moe" (the common fields and RoPE read already):
+// Reads c.arch "mimo_v2_flash", "exaone_moe" or "kolibri1" (the common fields and RoPE read already):
 // attention, layer types, RoPE by layer type and the experts, with the config classes' defaults.
 // Refuses by name what transformers' implementation does not run or the decoder does not: a
 // hidden_act other than silu, attention_bias, scoring_func other than sigmoid, topk_method other

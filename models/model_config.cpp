@@ -64,7 +64,7 @@ constexpr const char* kSupported =
     "CohereForCausalLM (cohere), Cohere2ForCausalLM (cohere2), Dots1ForCausalLM (dots1), PhimoeForCausalLM (phimoe), "
     "AfmoeForCausalLM (afmoe), ArceeForCausalLM (arcee), NanoChatForCausalLM (nanochat), GemmaForCausalLM (gemma), Starcoder2ForCausalLM (starcoder2), "
     "PhiForCausalLM (phi), StableLmForCausalLM (stablelm), MiMoV2FlashForCausalLM (mimo_v2_flash), "
-    "ExaoneMoeForCausalLM (exaone_moe), Jais2ForCausalLM (jais2), NemotronForCausalLM (nemotron), "
+    "ExaoneMoeForCausalLM (exaone_moe), Kolibri1ForCausalLM (kolibri1), Jais2ForCausalLM (jais2), NemotronForCausalLM (nemotron), "
     "ExaoneForCausalLM (exaone), FlexOlmoForCausalLM (flex_olmo), GPTNeoXForCausalLM (gpt_neox), "
     "GPTJForCausalLM (gptj), GPT2LMHeadModel (gpt2), GPTBigCodeForCausalLM (gpt_bigcode), FalconForCausalLM (falcon; "
     "also RWForCausalLM), BloomForCausalLM (bloom), MptForCausalLM (mpt), OPTForCausalLM (opt), GPTNeoForCausalLM (gpt_neo), "
@@ -82,7 +82,7 @@ bool is_deepseek(const std::string& arch) {
 bool is_glm4_moe(const std::string& arch) { return arch == "glm4_moe"; }
 // GLM-4.5's and dots.llm1's (Dots1ForCausalLM) experts: DeepSeek-V3's routing (validate_grouped_moe).
 bool has_grouped_moe(const std::string& arch) {
-  return is_glm4_moe(arch) || arch == "dots1" || arch == "mimo_v2_flash" || arch == "exaone_moe";
+  return is_glm4_moe(arch) || arch == "dots1" || arch == "mimo_v2_flash" || arch == "exaone_moe" || arch == "kolibri1";
 }
 
 // The architectures whose MoE fields read_moe parses (DeepSeek's: models/deepseek_config.h).
@@ -648,6 +648,7 @@ MoeRouting ModelConfig::moe_routing() const {
   r.group_score = moe_group_score;
   r.scale = routed_scaling_factor;
   r.jitter_eps = router_jitter;
+  r.select_on_logits = moe_select_on_logits;
   return r;
 }
 

@@ -60,7 +60,8 @@ struct ModelConfig {
                                 // "gpt_oss", "glm4_moe", "smollm3", "granite", "granitemoe", "granitemoeshared", "olmo", "olmo2", "olmo3", "exaone4", "glm4",
                                 // "seed_oss", "ernie4_5", "hunyuan_v1_dense", "hunyuan_v1_moe", "olmoe", "apertus", "ernie4_5_moe",
                                 // "llama4_text", "minimax_m2", "cohere", "cohere2", "dots1", "phimoe", "afmoe", "arcee",
-                                // "gemma", "starcoder2", "phi", "stablelm", "mimo_v2_flash", "exaone_moe", "dbrx"
+                                // "gemma", "starcoder2", "phi", "stablelm", "mimo_v2_flash", "exaone_moe", "kolibri1", "dbrx",
+                                // "hyperclovax" and more (llama_variants_config.h)
                                 // (the decoder they share: llama.h),
                                 // "deepseek_v2", "deepseek_v3", "mistral4" or "glm4_moe_lite" (MLA: models/deepseek.h),
                                 // "bert" or "roberta" (encoders: models/bert.h)
@@ -210,6 +211,7 @@ struct ModelConfig {
   float router_jitter = 0.0f;        // sparsemixer's router_jitter_noise (MoeRouting::jitter_eps; phimoe)
   MoeGroupScore moe_group_score = MoeGroupScore::none;
   bool moe_score_bias = false;       // e_score_correction_bias (V3) shifts the selection
+  bool moe_select_on_logits = false; // Kolibri-1: the selection ranks logits + bias (MoeRouting::select_on_logits)
   bool relu2_experts = false;        // Nemotron 3: experts and shared expert up_proj, relu2, down_proj (no gate)
   float routed_scaling_factor = 1.0f;
   float attn_scale = 0.0f;           // softmax scale: MLA's incl. yarn's mscale, Gemma's query_pre_attn_scalar^-0.5;
@@ -218,8 +220,9 @@ struct ModelConfig {
   // Gemma 2 / Gemma 3 text (models/gemma_config.h), run by the Llama decoder.
   float norm_offset = 0.0f;          // added to every RMSNorm weight at load (Gemma: 1, its norms scale by 1 + w)
   bool sandwich_norms = false;       // post_attention_layernorm normalises the attention output, and
-                                     // pre_/post_feedforward_layernorm wrap the MLP (Gemma; GLM-4's
-                                     // post_self_attn_ / post_attention_ / post_mlp_layernorm)
+                                     // pre_/post_feedforward_layernorm wrap the MLP (Gemma; GLM-4's and
+                                     // Kolibri-1's post_self_attn_ / post_attention_ / post_mlp_layernorm;
+                                     // HyperCLOVA X's post_norm1 / post_norm2)
   bool post_norms = false;           // no norm before the attention or the MLP: post_attention_layernorm
                                      // normalises the attention's output and post_feedforward_layernorm the
                                      // MLP's, each before its residual add (OLMo 2 / 3, EXAONE 4)

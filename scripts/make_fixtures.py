@@ -645,6 +645,19 @@ def fixtures():
             intermediate_size=64, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=16, num_shared_experts=1,
             first_k_dense_replace=1, n_group=2, topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.5,
             sliding_window=8, sliding_window_pattern=4, pad_token_id=0)),
+        # Aleph Alpha Kolibri-1 (Kolibri1ForCausalLM, Aleph-Alpha/Kolibri-1): EXAONE 4's attention
+        # (per-head q/k norms, windows of 8 on four of every five layers by Kolibri1Config's default
+        # layer_types, the fifth full without RoPE) in GLM-4's four-norm layer; every layer 8 experts
+        # of 16 beside a shared SwiGLU of 24, the top 2 of the router logits + e_score_correction_bias
+        # weighted by their sigmoid, not renormalised (Qwen3MoeConfig's default).
+        "kolibri1": ("Kolibri1Config", "Kolibri1ForCausalLM", base_config(
+            num_hidden_layers=5, head_dim=16, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=16,
+            shared_expert_intermediate_size=24, sliding_window=8, pad_token_id=0)),
+        # The same with layer_types given (layer 0 full, layer 1 sliding), renormalised, top 3.
+        "kolibri1_norm": ("Kolibri1Config", "Kolibri1ForCausalLM", base_config(
+            head_dim=16, num_experts=8, num_experts_per_tok=3, moe_intermediate_size=16,
+            shared_expert_intermediate_size=24, sliding_window=8, layer_types=["full_attention", "sliding_attention"],
+            norm_topk_prob=True, pad_token_id=0)),
         # DeepSeek-V3.2 (DeepseekV32ForCausalLM): V3's MLA and routing plus the DSA lightning
         # indexer (8 index heads of 64, half-split RoPE over the first 8 dims, LayerNorm'd key; 64,
         # llama.cpp's smallest Hadamard rotation of the keys, so its converter's file runs there too)
@@ -1692,7 +1705,7 @@ def make(name, config_cls, model_cls, kw, seed, model=None):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("nanochat", "cwm", "iquestcoder", "solar", "minicpm", "youtu", "bamba", "deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "ministral", "vaultgemma", "hyperclovax", "param2moe", "sarvam", "cohere2_moe", "hy_v3", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone", "gpt", "falcon", "bloom", "mpt", "opt")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("nanochat", "cwm", "iquestcoder", "solar", "minicpm", "youtu", "bamba", "deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "ministral", "vaultgemma", "hyperclovax", "kolibri1", "param2moe", "sarvam", "cohere2_moe", "hy_v3", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone", "gpt", "falcon", "bloom", "mpt", "opt")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 

@@ -77,12 +77,14 @@ TEST(CpuMoe, RouteIsSoftmaxTopKInDescendingOrder) {
 // DeepseekV3TopkRouter (sigmoid, bias for the choice only, groups by their top-2 sum, -inf
 // masking, renormalised, scaled) and DeepseekV2TopkRouter group_limited_greedy (softmax, groups
 // by their max, 0 masking). The bias is large enough to change the choice against plain top-k.
+// select_on_logits: Kolibri1TopKRouter's choice, topk(logits + bias), weighted by the sigmoid.
 struct DeepseekCase {
   MoeScoring scoring;
   MoeGroupScore group_score;
   int n_group, topk_group, k;
   bool normalize;
   float scale;
+  bool select_on_logits = false;
 };
 
 std::pair<std::vector<int32_t>, std::vector<double>> deepseek_reference(const float* l, const float* bias, int64_t e,
@@ -94,7 +96,7 @@ std::pair<std::vector<int32_t>, std::vector<double>> deepseek_reference(const fl
   for (int64_t i = 0; i < e; ++i) {
     const size_t u = static_cast<size_t>(i);
     s[u] = c.scoring == MoeScoring::sigmoid ? 1.0 / (1.0 + std::exp(-static_cast<double>(l[i]))) : std::exp(l[i] - mx) / sum;
-    choice[u] = s[u] + (bias != nullptr ? bias[i] : 0.0);
+    choice[u] = (c.select_on_logits ? static_cast<double>(l[i]) : s[u]) + (bias != nullptr ? bias[i] : 0.0);
   }
   const int64_t size = e / c.n_group;
   std::vector<double> group(static_cast<size_t>(c.n_group));
@@ -135,6 +137,8 @@ TEST(CpuMoe, DeepseekRoutingMatchesTransformersRules) {
       {MoeScoring::sigmoid, MoeGroupScore::top2_sum, 8, 3, 2, false, 1.0f},
       {MoeScoring::softmax, MoeGroupScore::max, 4, 1, 2, false, 1.5f},      // V2 group_limited_greedy
       {MoeScoring::sigmoid, MoeGroupScore::none, 1, 1, 4, true, 1.0f},      // no groups
+      {MoeScoring::sigmoid, MoeGroupScore::none, 1, 1, 3, false, 1.0f, true},  // Kolibri-1
+      {MoeScoring::sigmoid, MoeGroupScore::top2_sum, 4, 2, 3, true, 1.0f, true},
   };
   int changed_by_bias = 0;
   for (const DeepseekCase& c : cases) {
@@ -148,6 +152,7 @@ TEST(CpuMoe, DeepseekRoutingMatchesTransformersRules) {
       r.topk_group = c.topk_group;
       r.group_score = c.group_score;
       r.scale = c.scale;
+      r.select_on_logits = c.select_on_logits;
       if (with_bias) r.bias = bias_t.tensor;
       auto l = make(*b, DType::f32, {n, e});
       std::copy(logits.begin(), logits.end(), l.tensor.as<float>());

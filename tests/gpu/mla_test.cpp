@@ -1,7 +1,8 @@
 // The MLA ops and DeepSeek's routing on the GPU against the CPU backend on the same random
 // inputs (bf16 activations and weights on both sides): head_matmul, write_mla_kv +
 // mla_attention over shuffled pages (decode rows, a chunk over a cached prefix; f32 and bf16
-// caches; eager and replayed as a step graph), and moe_route with sigmoid, bias and groups.
+// caches; eager and replayed as a step graph), and moe_route with sigmoid, bias and groups (ranked
+// by the scores or, Kolibri-1's, by the logits).
 // Skipped without a CUDA device.
 #include "tests/gpu/gpu_test_util.h"
 
@@ -77,10 +78,12 @@ TEST(GpuMla, DeepseekRoutingMatchesCpu) {
   std::mt19937 rng(41);
   const int64_t n = 29, e = 64;
   std::vector<float> logits = random_values(rng, n * e, -4, 4), bias = random_values(rng, e, -0.3f, 0.3f);
-  struct Case { MoeScoring scoring; MoeGroupScore group; int n_group, topk_group, k; bool normalize, with_bias; float scale; };
+  struct Case { MoeScoring scoring; MoeGroupScore group; int n_group, topk_group, k; bool normalize, with_bias; float scale; bool on_logits = false; };
   for (const Case c : {Case{MoeScoring::sigmoid, MoeGroupScore::top2_sum, 8, 4, 8, true, true, 2.5f},
                        Case{MoeScoring::softmax, MoeGroupScore::max, 4, 1, 6, false, false, 1.0f},
-                       Case{MoeScoring::sigmoid, MoeGroupScore::none, 1, 1, 4, false, true, 1.5f}}) {
+                       Case{MoeScoring::sigmoid, MoeGroupScore::none, 1, 1, 4, false, true, 1.5f},
+                       Case{MoeScoring::sigmoid, MoeGroupScore::none, 1, 1, 6, false, true, 1.0f, true},  // Kolibri-1
+                       Case{MoeScoring::sigmoid, MoeGroupScore::top2_sum, 8, 4, 8, true, true, 1.0f, true}}) {
     std::vector<float> ids[2], w[2];
     Backend* sides[2] = {&cpu(), gpu()};
     for (int s = 0; s < 2; ++s) {
@@ -96,6 +99,7 @@ TEST(GpuMla, DeepseekRoutingMatchesCpu) {
       r.topk_group = c.topk_group;
       r.group_score = c.group;
       r.scale = c.scale;
+      r.select_on_logits = c.on_logits;
       if (c.with_bias) r.bias = bt.tensor;
       be.moe_route(l.tensor, r, it.tensor, wt.tensor);
       ids[s] = get(be, it.tensor);

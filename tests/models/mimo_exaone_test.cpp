@@ -1,6 +1,7 @@
-// MiMo-V2-Flash (mimo_v2_flash) and K-EXAONE (exaone_moe), models/mimo_exaone_config.h and
-// models/gguf_mimo_exaone.h. The Hugging Face fixtures (tests/fixtures/mimo_v2_flash, exaone_moe:
-// scripts/make_fixtures.py) run in HfFixture against transformers; here: llama.cpp's own GGUF
+// MiMo-V2-Flash (mimo_v2_flash), K-EXAONE (exaone_moe) and Kolibri-1 (kolibri1),
+// models/mimo_exaone_config.h and models/gguf_mimo_exaone.h. The Hugging Face fixtures
+// (tests/fixtures/mimo_v2_flash, exaone_moe, kolibri1, kolibri1_norm: scripts/make_fixtures.py) run
+// in HfFixture against transformers; here: llama.cpp's own GGUF
 // conversions of checkpoints of the same shapes (gguf_mimo2, gguf_exaone_moe:
 // scripts/make_gguf_mimo_exaone_fixtures.py) against transformers, with llama.cpp's own logits
 // on them as the second reference; what each fixture exercises (every piece moves the logits);
@@ -208,6 +209,71 @@ TEST(MimoExaoneConfig, RefusesWhatItDoesNotRunByName) {
     ASSERT_FALSE(c.has_value()) << field;
     EXPECT_NE(c.status().message().find(field), std::string::npos) << c.status().to_string();
   }
+}
+
+TEST(Kolibri1Config, ReadsKolibri1ConfigsFields) {
+  auto c = parse(fixture_config("kolibri1"));
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "kolibri1");
+  EXPECT_TRUE(c->qk_norm && c->sandwich_norms && c->moe_score_bias && c->moe_select_on_logits);
+  EXPECT_FALSE(c->norm_topk_prob) << "Qwen3MoeConfig's default";
+  EXPECT_EQ(c->moe_scoring, MoeScoring::sigmoid);
+  EXPECT_EQ(c->moe_group_score, MoeGroupScore::none);
+  EXPECT_EQ(c->n_experts, 8) << "num_local_experts, as Kolibri1Config saves num_experts";
+  EXPECT_EQ(c->n_experts_per_tok, 2);
+  EXPECT_EQ(c->shared_width(), 24) << "shared_expert_intermediate_size";
+  EXPECT_EQ(c->n_moe_layers(), 5) << "every layer";
+  EXPECT_EQ(c->routed_scaling_factor, 1.0f);
+  EXPECT_EQ(c->sliding_window, 8);
+  EXPECT_EQ(c->sliding_layers, (std::vector<bool>{true, true, true, true, false}));
+  EXPECT_EQ(c->nope_layers, (std::vector<bool>{false, false, false, false, true})) << "global NoPE";
+  // Without layer_types, window or expert fields: Kolibri1Config's defaults.
+  nlohmann::json j = fixture_config("kolibri1");
+  for (const char* key : {"layer_types", "sliding_window", "num_local_experts", "num_experts_per_tok",
+                          "moe_intermediate_size", "shared_expert_intermediate_size", "norm_topk_prob"})
+    j.erase(key);
+  j["num_hidden_layers"] = 10;
+  c = parse(j);
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->sliding_window, 513);
+  EXPECT_EQ(c->sliding_layers, (std::vector<bool>{true, true, true, true, false, true, true, true, true, false}));
+  EXPECT_EQ(c->n_experts, 384);
+  EXPECT_EQ(c->n_experts_per_tok, 6);
+  EXPECT_EQ(c->moe_intermediate_size, 512);
+  EXPECT_EQ(c->shared_width(), 512);
+  auto norm = parse(fixture_config("kolibri1_norm"));
+  ASSERT_TRUE(norm.has_value()) << norm.status().to_string();
+  EXPECT_TRUE(norm->norm_topk_prob);
+  EXPECT_EQ(norm->sliding_layers, (std::vector<bool>{false, true}));
+}
+
+TEST(Kolibri1Config, RefusesWhatTransformersDoesNotRunByName) {
+  for (const auto& [patch, field] : std::vector<std::pair<nlohmann::json, std::string>>{
+           {{{"sliding_window", nullptr}}, "sliding_window"},
+           {{{"hidden_act", "gelu"}}, "hidden_act"},
+           {{{"shared_expert_intermediate_size", 0}}, "shared_expert_intermediate_size"}}) {
+    nlohmann::json j = fixture_config("kolibri1");
+    j.update(patch);
+    auto c = parse(j);
+    ASSERT_FALSE(c.has_value()) << field;
+    EXPECT_NE(c.status().message().find(field), std::string::npos) << c.status().to_string();
+  }
+}
+
+// Each piece moves the logits: the choice by logits + bias (by sigmoid + bias instead, or without
+// the bias), the renormalisation, the shared experts, GLM-4's post norms' absence would fail the
+// load, so the windows and NoPE stand for the attention.
+TEST(Kolibri1, EachPieceChangesTheResult) {
+  for (const auto& edit : std::vector<std::function<void(ModelConfig&)>>{
+           [](ModelConfig& c) { c.moe_select_on_logits = false; },
+           [](ModelConfig& c) { c.moe_score_bias = false; },
+           [](ModelConfig& c) { c.norm_topk_prob = true; },
+           [](ModelConfig& c) { c.shared_expert_intermediate_size = 0; },
+           [](ModelConfig& c) { c.nope_layers.assign(c.nope_layers.size(), false); },
+           [](ModelConfig& c) { c.sliding_window = 0; }})
+    EXPECT_GT(testing::max_diff_with_rules("kolibri1", edit), 100 * kLogitTol);
+  EXPECT_GT(testing::max_diff_with_rules("kolibri1_norm", [](ModelConfig& c) { c.norm_topk_prob = false; }),
+            100 * kLogitTol);
 }
 
 }  // namespace
