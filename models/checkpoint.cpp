@@ -2,6 +2,7 @@
 
 #include "models/fused_rows.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -140,6 +141,11 @@ Status Checkpoint::open_directory() {
                                                                    {".mlp.fc2.", ".mlp.down_proj."}};
     tensors_ = renamed_tensors(std::move(tensors_), kMlp);
   }
+  // A.X K1's released checkpoints route without a selection bias (transformers leaves it zero).
+  if (config_.arch == "axk1" && std::none_of(tensors_.begin(), tensors_.end(), [](const auto& kv) {
+        return kv.first.ends_with(".e_score_correction_bias");
+      }))
+    config_.moe_score_bias = false;
   if (config_.arch == "kolibri1") {  // the Hub's names, as transformers' conversion mapping renames them
     static constexpr std::pair<const char*, const char*> kHub[] = {
         {".moe.router.expert_bias", ".mlp.gate.e_score_correction_bias"},

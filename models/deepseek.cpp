@@ -33,6 +33,7 @@ struct DeepseekLayer {
   OwnedTensor gate_up;    // dense layers: [2 I, hidden]
   OwnedTensor down;       // [hidden, I]
   MoeBlock moe;           // sparse layers
+  OwnedTensor moe_norm;   // [hidden] f32 on the MoE block's output (ModelConfig::moe_post_norm), or empty
 };
 
 // The MTP module (num_nextn_predict_layers; model.layers.{num_hidden_layers}.*) of DeepSeek-V3,
@@ -140,6 +141,11 @@ Status DeepseekModel::load_layer(WeightLoader& w, int l, DeepseekLayer& layer) {
     BRIGADE_RETURN_IF_ERROR(load_dsa_indexer(w, c, l, layer.attn.indexer));
   if (c.is_moe_layer(l)) {
     BRIGADE_ASSIGN_OR_RETURN(layer.moe, load_moe_block(w, c, l, moe_));
+    if (c.moe_post_norm) {  // A.X K1's, at the layer in its checkpoints (transformers moves it under mlp.)
+      const std::string hub = layer_name(l, "post_mlp_layernorm.weight");
+      BRIGADE_ASSIGN_OR_RETURN(layer.moe_norm,
+                               w.vector_f32({w.has(hub) ? hub : layer_name(l, "mlp.post_mlp_layernorm.weight")}, {hidden}));
+    }
     expert_params_ += int64_t{3} * c.n_experts * c.moe_intermediate_size * hidden;
     expert_bytes_ += static_cast<int64_t>(layer.moe.expert_bytes());
     return Status::ok();
@@ -248,7 +254,9 @@ Status DeepseekModel::run_mlp(const DeepseekLayer& layer, int n) {
   const Tensor normed = scratch_.normed.tensor.rows(0, n), delta = scratch_.delta.tensor.rows(0, n);
   if (!layer.moe.empty()) {
     run_moe_block(backend_, config_, moe_, layer.moe, scratch_.moe, normed, delta);
-    return reduce(delta);
+    BRIGADE_RETURN_IF_ERROR(reduce(delta));
+    if (!layer.moe_norm.tensor.empty()) backend_.rms_norm(delta, layer.moe_norm.tensor, config_.rms_eps, delta);
+    return Status::ok();
   }
   const Tensor gate_up = scratch_.gate_up.tensor.rows(0, n), act = scratch_.act.tensor.rows(0, n);
   backend_.matmul(normed, layer.gate_up.tensor, Tensor(), gate_up);

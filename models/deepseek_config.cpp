@@ -90,6 +90,8 @@ constexpr RoutingDefaults kGlmMoeDsaDefaults{256, 8, 2048, 1, 3, 1, 1, true, 2.5
 // Dots1Config's: no default for the experts' and shared experts' counts or k (0 here, which
 // validate_grouped_moe refuses by name; n_shared_experts must be given: read_dots1).
 constexpr RoutingDefaults kDots1Defaults{0, 0, 1408, 0, 0, 1, 1, false, 1.0f};
+// AXK1Config's: 192 experts of 2048, top 8 of 4 groups of 8, one shared, the first layer dense.
+constexpr RoutingDefaults kAxk1Defaults{192, 8, 2048, 1, 1, 8, 4, true, 2.5f};
 
 // The routed and shared experts' numbers and where the sparse layers start.
 Status read_experts(const json& j, ModelConfig& c, const RoutingDefaults& d) {
@@ -344,6 +346,17 @@ Status read_deepseek(const json& j, ModelConfig& c) {
     c.first_k_dense_replace = c.n_layers;
     c.n_mtp_layers = 0;
     return Status::ok();
+  }
+  if (c.arch == "axk1") {  // AXK1Config: V3's layer, an RMSNorm on each sparse layer's MoE output
+    BRIGADE_RETURN_IF_ERROR(read_mla(j, c, kDeepseekMla, /*interleave_key=*/true));
+    if (c.q_lora_rank <= 0)
+      return unsupported("config.json: q_lora_rank null is not supported for axk1 (AXK1Attention always has q_a_proj)");
+    BRIGADE_RETURN_IF_ERROR(read_experts(j, c, kAxk1Defaults));
+    BRIGADE_RETURN_IF_ERROR(check_moe_layer_freq(j));
+    BRIGADE_RETURN_IF_ERROR(read_mlp_layer_types(j, c, c.first_k_dense_replace));
+    c.n_mtp_layers = 0;
+    c.moe_post_norm = true;
+    return read_sigmoid_routing(j, c);
   }
   const bool v3 = c.arch == "deepseek_v3";
   BRIGADE_RETURN_IF_ERROR(read_mla(j, c, kDeepseekMla, /*interleave_key=*/v3));

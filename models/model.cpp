@@ -81,7 +81,8 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, Backend& b
   // DeepSeek-V3.2 (deepseek_v32) and GLM-5 (glm_moe_dsa) add DSA's indexer (models/dsa_indexer.h).
   // Youtu-LLM (youtu) and MiniCPM 3 (minicpm3) are DeepSeek's attention over dense layers.
   const bool mla = arch == "deepseek_v2" || arch == "deepseek_v3" || arch == "mistral4" || arch == "glm4_moe_lite" ||
-                   arch == "deepseek_v32" || arch == "glm_moe_dsa" || arch == "youtu" || arch == "minicpm3";
+                   arch == "deepseek_v32" || arch == "glm_moe_dsa" || arch == "youtu" || arch == "minicpm3" ||
+                   arch == "axk1";
   if (mla && options.lora_enabled())
     return unsupported(path + ": LoRA adapters are not supported for " + arch + " (MLA attention); they run on the "
                        "dense Llama-family decoders (llama, qwen2, qwen3, phi3)");

@@ -54,7 +54,7 @@ constexpr const char* kSupported =
     "Qwen3NextForCausalLM (qwen3_next), Qwen3_5ForCausalLM (qwen3_5_text), Qwen3_5MoeForCausalLM (qwen3_5_moe_text), "
     "Lfm2ForCausalLM (lfm2), Lfm2MoeForCausalLM (lfm2_moe), FalconH1ForCausalLM (falcon_h1), KimiLinearForCausalLM (kimi_linear), LongcatFlashForCausalLM (longcat_flash), MiniMaxForCausalLM (minimax), SmolLM3ForCausalLM "
     "(smollm3), GraniteForCausalLM (granite), GraniteMoeForCausalLM (granitemoe), GraniteMoeSharedForCausalLM "
-    "(granitemoeshared), GraniteSWAForCausalLM (granite_swa), GraniteMoeSWAForCausalLM (granitemoe_swa), HyperCLOVAXForCausalLM (hyperclovax), Cohere2MoeForCausalLM (cohere2_moe), YoutuForCausalLM (youtu), MiniCPM3ForCausalLM (minicpm3), IQuestCoderForCausalLM (as llama), SolarOpenForCausalLM, MiniCPM5MoeForCausalLM, Param2MoEForCausalLM (param2moe) and SarvamMoEForCausalLM (sarvam_moe; as glm4_moe), HYV3ForCausalLM (hy_v3; as glm4_moe), SarvamMLAForCausalLM (sarvam_mla; as deepseek_v3), MinistralForCausalLM (ministral), CwmForCausalLM (cwm), DbrxForCausalLM (dbrx), InternLM2ForCausalLM (internlm2), InternLM3ForCausalLM (internlm3), MiniCPMForCausalLM (minicpm), OlmoForCausalLM (olmo), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
+    "(granitemoeshared), GraniteSWAForCausalLM (granite_swa), GraniteMoeSWAForCausalLM (granitemoe_swa), HyperCLOVAXForCausalLM (hyperclovax), Cohere2MoeForCausalLM (cohere2_moe), YoutuForCausalLM (youtu), AXK1ForCausalLM (axk1), MiniCPM3ForCausalLM (minicpm3), IQuestCoderForCausalLM (as llama), SolarOpenForCausalLM, MiniCPM5MoeForCausalLM, Param2MoEForCausalLM (param2moe) and SarvamMoEForCausalLM (sarvam_moe; as glm4_moe), HYV3ForCausalLM (hy_v3; as glm4_moe), SarvamMLAForCausalLM (sarvam_mla; as deepseek_v3), MinistralForCausalLM (ministral), CwmForCausalLM (cwm), DbrxForCausalLM (dbrx), InternLM2ForCausalLM (internlm2), InternLM3ForCausalLM (internlm3), MiniCPMForCausalLM (minicpm), OlmoForCausalLM (olmo), Olmo2ForCausalLM (olmo2), Olmo3ForCausalLM (olmo3), Exaone4ForCausalLM "
     "(exaone4), Glm4ForCausalLM (glm4), GlmForCausalLM (glm; also the remote-code ChatGLMModel layout), HeliumForCausalLM (helium), SeedOssForCausalLM (seed_oss), Ernie4_5ForCausalLM (ernie4_5), "
     "HunYuanDenseV1ForCausalLM (hunyuan_v1_dense), HunYuanMoEV1ForCausalLM (hunyuan_v1_moe), OlmoeForCausalLM (olmoe), ApertusForCausalLM (apertus), "
     "Ernie4_5_MoeForCausalLM (ernie4_5_moe), "
@@ -70,10 +70,10 @@ constexpr const char* kSupported =
     "also RWForCausalLM), BloomForCausalLM (bloom), MptForCausalLM (mpt), OPTForCausalLM (opt), GPTNeoForCausalLM (gpt_neo), "
     "CodeGenForCausalLM (codegen)";
 
-// DeepSeek's MLA family (models/deepseek.h): V2, V3 and its descendants Mistral Small 4, GLM-4.7-Flash and
-// Youtu-LLM.
+// DeepSeek's MLA family (models/deepseek.h): V2, V3 and its descendants Mistral Small 4, GLM-4.7-Flash,
+// A.X K1 and Youtu-LLM.
 bool is_deepseek(const std::string& arch) {
-  return arch == "deepseek_v2" || arch == "deepseek_v3" || arch == "mistral4" || arch == "glm4_moe_lite" ||
+  return arch == "deepseek_v2" || arch == "deepseek_v3" || arch == "mistral4" || arch == "glm4_moe_lite" || arch == "axk1" ||
          arch == "deepseek_v32" || arch == "glm_moe_dsa" ||  // these two with DSA's indexer
          arch == "youtu" || arch == "minicpm3";  // Youtu-LLM, MiniCPM 3: MLA over dense layers
 }
@@ -120,6 +120,7 @@ Expected<std::string> detect_arch(const json& j, bool& seq_cls) {
   if (arch_name == "DeepseekV32ForCausalLM") return std::string("deepseek_v32");
   if (arch_name == "GlmMoeDsaForCausalLM") return std::string("glm_moe_dsa");
   if (arch_name == "YoutuForCausalLM" || (arch_name.empty() && model_type == "youtu")) return std::string("youtu");
+  if (arch_name == "AXK1ForCausalLM" || (arch_name.empty() && model_type == "axk1")) return std::string("axk1");
   if (arch_name == "MiniCPM3ForCausalLM" || (arch_name.empty() && model_type == "minicpm3")) return std::string("minicpm3");
   if (arch_name == "Phi3ForCausalLM") return std::string("phi3");
   if (arch_name == "Gemma2ForCausalLM") return std::string("gemma2");

@@ -63,7 +63,8 @@ struct ModelConfig {
                                 // "gemma", "starcoder2", "phi", "stablelm", "mimo_v2_flash", "exaone_moe", "kolibri1", "dbrx",
                                 // "hyperclovax" and more (llama_variants_config.h)
                                 // (the decoder they share: llama.h),
-                                // "deepseek_v2", "deepseek_v3", "mistral4" or "glm4_moe_lite" (MLA: models/deepseek.h),
+                                // "deepseek_v2", "deepseek_v3", "mistral4", "glm4_moe_lite", "axk1" and more (MLA:
+                                // models/deepseek.h),
                                 // "bert" or "roberta" (encoders: models/bert.h)
   int hidden_size = 0;
   int n_layers = 0;
@@ -212,6 +213,8 @@ struct ModelConfig {
   MoeGroupScore moe_group_score = MoeGroupScore::none;
   bool moe_score_bias = false;       // e_score_correction_bias (V3) shifts the selection
   bool moe_select_on_logits = false; // Kolibri-1: the selection ranks logits + bias (MoeRouting::select_on_logits)
+  bool moe_post_norm = false;        // A.X K1: an RMSNorm (post_mlp_layernorm) on each sparse layer's MoE
+                                     // output, before its residual add (models/deepseek.h)
   bool relu2_experts = false;        // Nemotron 3: experts and shared expert up_proj, relu2, down_proj (no gate)
   float routed_scaling_factor = 1.0f;
   float attn_scale = 0.0f;           // softmax scale: MLA's incl. yarn's mscale, Gemma's query_pre_attn_scalar^-0.5;

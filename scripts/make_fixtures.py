@@ -371,16 +371,6 @@ def fixtures():
         "granite": ("GraniteConfig", "GraniteForCausalLM", base_config(
             embedding_multiplier=3.0, residual_multiplier=0.5, attention_multiplier=0.2, logits_scaling=2.0,
             tie_word_embeddings=True)),
-        # NAVER HyperCLOVA X SEED (HyperCLOVAXForCausalLM, naver-hyperclovax/HyperCLOVAX-SEED-Think-14B):
-        # Granite's layer and muP scalings with Peri-LN (an RMSNorm on each sublayer's output, before
-        # residual_multiplier), the logits multiplied by logits_scaling, attention_multiplier left to
-        # its head_dim^-0.5 default; head_dim 24 apart from hidden / heads.
-        "hyperclovax": ("HyperCLOVAXConfig", "HyperCLOVAXForCausalLM", base_config(
-            head_dim=24, embedding_multiplier=3.0, residual_multiplier=0.5, logits_scaling=2.0, pad_token_id=0)),
-        # The same with use_post_norm off: Granite's two norms, the rest as above.
-        "hyperclovax_no_post_norm": ("HyperCLOVAXConfig", "HyperCLOVAXForCausalLM", base_config(
-            embedding_multiplier=3.0, residual_multiplier=0.5, attention_multiplier=0.2, logits_scaling=2.0,
-            use_post_norm=False, tie_word_embeddings=True, pad_token_id=0)),
         # OLMo 2 (Olmo2ForCausalLM, allenai/OLMo-2-*): norms after the attention and the MLP only,
         # q/k norms over the whole projections; attention biases on.
         "olmo2": ("Olmo2Config", "Olmo2ForCausalLM", base_config(attention_bias=True, pad_token_id=0)),
@@ -645,19 +635,6 @@ def fixtures():
             intermediate_size=64, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=16, num_shared_experts=1,
             first_k_dense_replace=1, n_group=2, topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.5,
             sliding_window=8, sliding_window_pattern=4, pad_token_id=0)),
-        # Aleph Alpha Kolibri-1 (Kolibri1ForCausalLM, Aleph-Alpha/Kolibri-1): EXAONE 4's attention
-        # (per-head q/k norms, windows of 8 on four of every five layers by Kolibri1Config's default
-        # layer_types, the fifth full without RoPE) in GLM-4's four-norm layer; every layer 8 experts
-        # of 16 beside a shared SwiGLU of 24, the top 2 of the router logits + e_score_correction_bias
-        # weighted by their sigmoid, not renormalised (Qwen3MoeConfig's default).
-        "kolibri1": ("Kolibri1Config", "Kolibri1ForCausalLM", base_config(
-            num_hidden_layers=5, head_dim=16, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=16,
-            shared_expert_intermediate_size=24, sliding_window=8, pad_token_id=0)),
-        # The same with layer_types given (layer 0 full, layer 1 sliding), renormalised, top 3.
-        "kolibri1_norm": ("Kolibri1Config", "Kolibri1ForCausalLM", base_config(
-            head_dim=16, num_experts=8, num_experts_per_tok=3, moe_intermediate_size=16,
-            shared_expert_intermediate_size=24, sliding_window=8, layer_types=["full_attention", "sliding_attention"],
-            norm_topk_prob=True, pad_token_id=0)),
         # DeepSeek-V3.2 (DeepseekV32ForCausalLM): V3's MLA and routing plus the DSA lightning
         # indexer (8 index heads of 64, half-split RoPE over the first 8 dims, LayerNorm'd key; 64,
         # llama.cpp's smallest Hadamard rotation of the keys, so its converter's file runs there too)
@@ -1081,6 +1058,44 @@ def fixtures():
             vocab_size=256, n_embd=64, n_layer=2, n_head=8, rotary_dim=4, n_positions=256, n_ctx=256,
             activation_function="gelu_new", layer_norm_epsilon=1e-5, bos_token_id=1, eos_token_id=2,
             pad_token_id=0, tie_word_embeddings=False)),
+        # (New fixtures go last: a fixture's seed is its index here, so one added above would reseed
+        # every fixture after it.)
+        # NAVER HyperCLOVA X SEED (HyperCLOVAXForCausalLM, naver-hyperclovax/HyperCLOVAX-SEED-Think-14B):
+        # Granite's layer and muP scalings with Peri-LN (an RMSNorm on each sublayer's output, before
+        # residual_multiplier), the logits multiplied by logits_scaling, attention_multiplier left to
+        # its head_dim^-0.5 default; head_dim 24 apart from hidden / heads.
+        "hyperclovax": ("HyperCLOVAXConfig", "HyperCLOVAXForCausalLM", base_config(
+            head_dim=24, embedding_multiplier=3.0, residual_multiplier=0.5, logits_scaling=2.0, pad_token_id=0)),
+        # The same with use_post_norm off: Granite's two norms, the rest as above.
+        "hyperclovax_no_post_norm": ("HyperCLOVAXConfig", "HyperCLOVAXForCausalLM", base_config(
+            embedding_multiplier=3.0, residual_multiplier=0.5, attention_multiplier=0.2, logits_scaling=2.0,
+            use_post_norm=False, tie_word_embeddings=True, pad_token_id=0)),
+        # Aleph Alpha Kolibri-1 (Kolibri1ForCausalLM, Aleph-Alpha/Kolibri-1): EXAONE 4's attention
+        # (per-head q/k norms, windows of 8 on four of every five layers by Kolibri1Config's default
+        # layer_types, the fifth full without RoPE) in GLM-4's four-norm layer; every layer 8 experts
+        # of 16 beside a shared SwiGLU of 24, the top 2 of the router logits + e_score_correction_bias
+        # weighted by their sigmoid, not renormalised (Qwen3MoeConfig's default).
+        "kolibri1": ("Kolibri1Config", "Kolibri1ForCausalLM", base_config(
+            num_hidden_layers=5, head_dim=16, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=16,
+            shared_expert_intermediate_size=24, sliding_window=8, pad_token_id=0)),
+        # The same with layer_types given (layer 0 full, layer 1 sliding), renormalised, top 3.
+        "kolibri1_norm": ("Kolibri1Config", "Kolibri1ForCausalLM", base_config(
+            head_dim=16, num_experts=8, num_experts_per_tok=3, moe_intermediate_size=16,
+            shared_expert_intermediate_size=24, sliding_window=8, layer_types=["full_attention", "sliding_attention"],
+            norm_topk_prob=True, pad_token_id=0)),
+        # SK Telecom A.X K1 (AXK1ForCausalLM, skt/A.X-K1): DeepSeek-V3's MLA (always q_lora_rank) and
+        # routing (8 experts in 4 groups, top-2 groups, top 2 renormalised, times 2.5, a shared
+        # expert) with an RMSNorm on each sparse layer's MoE output (post_mlp_layernorm); layers 0
+        # and 2 dense by mlp_layer_types, 1 and 3 sparse.
+        "axk1": ("AXK1Config", "AXK1ForCausalLM", deepseek_config(
+            num_hidden_layers=4, q_lora_rank=24, n_group=4, topk_group=2, norm_topk_prob=True,
+            routed_scaling_factor=2.5, mlp_layer_types=["dense", "sparse", "dense", "sparse"], pad_token_id=0)),
+        # The same as the released checkpoints store it (make_axk1): no e_score_correction_bias (A.X K1
+        # routes without one: transformers leaves it zero) and a post_mlp_layernorm on the dense
+        # layers too, which nothing reads.
+        "axk1_hub": ("AXK1Config", "AXK1ForCausalLM", deepseek_config(
+            num_hidden_layers=3, q_lora_rank=24, n_group=4, topk_group=2, norm_topk_prob=True,
+            routed_scaling_factor=2.5, pad_token_id=0)),
     }
 
 
@@ -1705,7 +1720,7 @@ def make(name, config_cls, model_cls, kw, seed, model=None):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("nanochat", "cwm", "iquestcoder", "solar", "minicpm", "youtu", "bamba", "deepseek", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "ministral", "vaultgemma", "hyperclovax", "kolibri1", "param2moe", "sarvam", "cohere2_moe", "hy_v3", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone", "gpt", "falcon", "bloom", "mpt", "opt")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("nanochat", "cwm", "iquestcoder", "solar", "minicpm", "youtu", "bamba", "deepseek", "axk1", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "ministral", "vaultgemma", "hyperclovax", "kolibri1", "param2moe", "sarvam", "cohere2_moe", "hy_v3", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone", "gpt", "falcon", "bloom", "mpt", "opt")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 
@@ -1754,6 +1769,38 @@ def make_gpt(name, config_cls, model_cls, kw, seed):
     ids = torch.tensor([prompts_for(kw["vocab_size"])[0]])
     with torch.no_grad():
         assert torch.equal(again(ids).logits, model(ids).logits), "the Hub's rotary names read back differently"
+
+
+def make_axk1(name, config_cls, model_cls, kw, seed):
+    """make(); for axk1_hub, the selection bias zeroed before the reference runs and then dropped
+    from the file, and a post_mlp_layernorm written for each dense layer, as the released
+    checkpoints have them (checked to load back into transformers with the same logits)."""
+    import torch
+    import transformers
+    from safetensors.torch import load_file, save_file
+    model = new_model(config_cls, model_cls, kw, seed)
+    if name != "axk1_hub":
+        return make(name, config_cls, model_cls, kw, seed, model=model)
+    with torch.no_grad():
+        for bname, b in model.named_buffers():
+            if bname.endswith("e_score_correction_bias"):
+                b.zero_()
+        for pname, p in model.named_parameters():
+            if pname.endswith("e_score_correction_bias"):
+                p.zero_()
+    make(name, config_cls, model_cls, kw, seed, model=model)
+    path = OUT / name / "model.safetensors"
+    tensors = {k: v for k, v in load_file(str(path)).items() if not k.endswith("e_score_correction_bias")}
+    g = torch.Generator().manual_seed(seed + 1)
+    for layer, kind in enumerate(model.config.mlp_layer_types):
+        if kind == "dense":
+            tensors[f"model.layers.{layer}.post_mlp_layernorm.weight"] = 1.0 + 0.1 * torch.randn(
+                model.config.hidden_size, generator=g)
+    save_file(tensors, str(path), metadata={"format": "pt"})
+    again = getattr(transformers, model_cls).from_pretrained(OUT / name, attn_implementation="eager").eval()
+    ids = torch.tensor([prompts_for(kw["vocab_size"])[0]])
+    with torch.no_grad():
+        assert torch.equal(again(ids).logits, model(ids).logits), "the Hub layout reads back differently"
 
 
 def dsa_margins(model):
@@ -2301,7 +2348,8 @@ def main():
                      **{n: make_internlm for n in ("internlm2", "internlm2_bias", "internlm3")},
                      "chatglm": make_chatglm, "minicpm": make_minicpm, "minicpm_longrope": make_minicpm,
                      "iquestcoder": make_iquestcoder, "param2moe": make_original_config,
-                     "sarvam_moe": make_original_config, "sarvam_mla": make_sarvam_mla}.get(name, make)
+                     "sarvam_moe": make_original_config, "sarvam_mla": make_sarvam_mla,
+                     "axk1": make_axk1, "axk1_hub": make_axk1}.get(name, make)
             maker(name, config_cls, model_cls, kw, 1000 + seed)
     if not names or "gpt_oss_mxfp4" in names:  # from the gpt_oss fixture written above
         make_gpt_oss_mxfp4()

@@ -195,7 +195,7 @@ TEST(GpuModel, GemmaAndGptOssFixturesMatchCpu) {
   for (const char* name : {"gemma2", "gemma3", "gemma3n", "gemma3n_mm"})
     expect_fixture_matches_cpu(name, testing::fixture_dir(name));
   for (const char* name : {"gpt_oss", "qwen2_moe", "glm4_moe", "mistral4", "glm4_moe_lite", "deepseek_v32", "glm_moe_dsa",
-                           "longcat_flash"})
+                           "longcat_flash", "axk1", "axk1_hub"})
     expect_fixture_matches_cpu(name, every_expert_copy(every_expert, name));
 }
 

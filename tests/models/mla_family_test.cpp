@@ -8,7 +8,10 @@
 //     grouped by each group's two best, and the query temperature of llama_4_scaling_beta on all
 //     of q (nope and rope parts) after RoPE;
 //   glm4_moe_lite: GLM-4.7-Flash (modular_glm4_moe_lite.py): DeepSeek-V3's MLA with GLM-4.5's
-//     sigmoid routing and mlp_layer_types.
+//     sigmoid routing and mlp_layer_types;
+//   axk1 / axk1_hub: SK Telecom A.X K1 (modular_axk1.py): DeepSeek-V3 with an RMSNorm on each sparse
+//     layer's MoE output; axk1_hub as the released checkpoints store it (no selection bias, the
+//     norm on the dense layers too, unread).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -208,6 +211,54 @@ TEST(Glm4MoeLite, RefusedByName) {
   bad_type["mlp_layer_types"] = {"dense", "moe"};
   expect_refused(bad_type, StatusCode::corrupt, "mlp_layer_types[1]");
   nlohmann::json softmax = base;
+  softmax["scoring_func"] = "softmax";
+  expect_refused(softmax, StatusCode::unsupported, "scoring_func");
+}
+
+TEST(Axk1, Config) {
+  const ModelConfig c = fixture_config("axk1");
+  EXPECT_EQ(c.arch, "axk1");
+  EXPECT_TRUE(c.is_mla());
+  EXPECT_TRUE(c.moe_post_norm && c.moe_score_bias && c.norm_topk_prob);
+  EXPECT_EQ(c.q_lora_rank, 24);
+  EXPECT_EQ(c.n_group, 4);
+  EXPECT_EQ(c.topk_group, 2);
+  EXPECT_EQ(c.moe_group_score, MoeGroupScore::top2_sum);
+  EXPECT_FLOAT_EQ(c.routed_scaling_factor, 2.5f);
+  EXPECT_EQ(c.rope_style, RopeStyle::interleaved) << "AXK1Config's rope_interleave, true";
+  EXPECT_EQ(c.n_mtp_layers, 0);
+  for (int l = 0; l < 4; ++l) EXPECT_EQ(c.is_moe_layer(l), l % 2 == 1) << "mlp_layer_types, layer " << l;
+  const ModelConfig hub = fixture_config("axk1_hub");
+  EXPECT_TRUE(hub.moe_post_norm);
+  EXPECT_FALSE(hub.moe_score_bias) << "no e_score_correction_bias stored: routed without one";
+  EXPECT_EQ(hub.first_k_dense_replace, 1) << "AXK1Config's default";
+  nlohmann::json no_types = fixture_json("axk1");
+  no_types.erase("mlp_layer_types");
+  no_types["first_k_dense_replace"] = 2;
+  auto derived = parse_hf_config(no_types.dump());
+  ASSERT_TRUE(derived.has_value()) << derived.status().to_string();
+  EXPECT_EQ(derived->n_moe_layers(), 2) << "layers 2 and 3, from the legacy first_k_dense_replace";
+}
+
+// The MoE output's norm, the selection bias where stored, the groups and the scale each move the
+// logits (so the fixtures check them).
+TEST(Axk1, PiecesMoveTheLogits) {
+  EXPECT_GT(max_diff_with_rules("axk1", [](ModelConfig& c) { c.moe_post_norm = false; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_rules("axk1_hub", [](ModelConfig& c) { c.moe_post_norm = false; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_rules("axk1", [](ModelConfig& c) { c.moe_score_bias = false; }), 100 * kLogitTol);
+  EXPECT_GT(max_diff_with_config("axk1", [](nlohmann::json& j) { j["routed_scaling_factor"] = 1.0; }),
+            100 * kLogitTol);
+}
+
+TEST(Axk1, RefusedByName) {
+  nlohmann::json no_q_lora = fixture_json("axk1");
+  no_q_lora["q_lora_rank"] = nullptr;
+  expect_refused(no_q_lora, StatusCode::unsupported, "q_lora_rank");
+  nlohmann::json freq = fixture_json("axk1");
+  freq.erase("mlp_layer_types");
+  freq["moe_layer_freq"] = 2;
+  expect_refused(freq, StatusCode::unsupported, "moe_layer_freq");
+  nlohmann::json softmax = fixture_json("axk1");
   softmax["scoring_func"] = "softmax";
   expect_refused(softmax, StatusCode::unsupported, "scoring_func");
 }

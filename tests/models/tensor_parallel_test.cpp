@@ -474,6 +474,8 @@ TEST(ExpertParallel, DeepseekMlaAndExpertsMatchTransformersAtTp2AndTp4) {
     expect_split_matches_transformers("deepseek_v3", 4, ep);       // q_lora, groups, 1 shared expert
     expect_split_matches_transformers("deepseek_v2", 2, ep);       // q_proj, 2 shared experts
     expect_split_matches_transformers("deepseek_v3_step", 2, ep);  // every layer sparse
+    expect_split_matches_transformers("axk1", 2, ep);              // the MoE output's norm after the all-reduce
+    expect_split_matches_transformers("axk1_hub", 2, ep);
   }
   // Youtu-LLM and MiniCPM 3 (muP's scalings): MLA (one latent cached per token on every rank) over
   // dense layers only, tied.
