@@ -146,6 +146,10 @@ Status Checkpoint::open_directory() {
         return kv.first.ends_with(".e_score_correction_bias");
       }))
     config_.moe_score_bias = false;
+  if (config_.arch == "flint") {  // the Hub's sink name, as transformers' conversion mapping renames it
+    static constexpr std::pair<const char*, const char*> kHub[] = {{".self_attn.softmax_offset", ".self_attn.sinks"}};
+    tensors_ = renamed_tensors(std::move(tensors_), kHub);
+  }
   if (config_.arch == "kolibri1") {  // the Hub's names, as transformers' conversion mapping renames them
     static constexpr std::pair<const char*, const char*> kHub[] = {
         {".moe.router.expert_bias", ".mlp.gate.e_score_correction_bias"},

@@ -436,7 +436,7 @@ std::string format_model_info(const ModelInfo& m) {
     if (c.is_mla() || c.arch == "glm4_moe" || c.arch == "dots1" || c.arch == "mimo_v2_flash" || c.arch == "exaone_moe" ||
         c.arch == "kolibri1")
       s += "routing:       " + deepseek_routing(c) + "\n";
-    if (c.arch == "minimax_m2")
+    if (c.arch == "minimax_m2" || c.arch == "flint")
       s += std::string("routing:       sigmoid") + (c.moe_score_bias ? " + e_score_correction_bias (selection only)" : "") +
            "\n";
     if (c.arch == "lfm2_moe" || c.arch == "afmoe")

@@ -68,6 +68,45 @@ Status read_exaone4(const json& j, ModelConfig& c) {
 
 }  // namespace
 
+Status read_experts_beside_shared(const json& j, ModelConfig& c, int experts, int k, int inter, int shared) {
+  c.n_experts = experts;
+  c.n_experts_per_tok = k;
+  c.moe_intermediate_size = inter;
+  c.shared_expert_intermediate_size = shared;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, j.contains("num_experts") ? "num_experts" : "num_local_experts", c.n_experts, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_experts_per_tok", c.n_experts_per_tok, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "moe_intermediate_size", c.moe_intermediate_size, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "shared_expert_intermediate_size", c.shared_expert_intermediate_size, false));
+  if (c.shared_expert_intermediate_size <= 0)
+    return invalid_argument("config.json: shared_expert_intermediate_size must be > 0 (" + c.arch + "'s shared expert)");
+  return Status::ok();
+}
+
+// RecursiveSI Flint (FlintAttention: Qwen3-MoE's attention): per-head q/k norms before RoPE, q/k/v
+// and o biases with attention_bias, a learned sink logit per head on every layer (the Hub's
+// self_attn.softmax_offset), sliding_window (513 by default; required: FlintModel builds the
+// sliding mask from it) on the layers layer_types calls sliding, by default all but layers 0, 1,
+// every fourth from 1 and the last; the full layers without RoPE. Its experts: read_flint_moe
+// (models/model_config.cpp).
+Status read_flint(const json& j, ModelConfig& c) {
+  BRIGADE_RETURN_IF_ERROR(require_act(j, c, "silu"));
+  c.qkv_bias = c.o_bias = c.attention_bias;
+  c.qk_norm = true;
+  c.attn_sinks = true;
+  BRIGADE_RETURN_IF_ERROR(read_window_or_null(j, c, 513));
+  if (c.sliding_window <= 0)
+    return invalid_argument("config.json: sliding_window must be > 0 for flint (FlintModel builds its sliding mask from it)");
+  if (auto it = j.find("layer_types"); it != j.end() && !it->is_null()) {
+    BRIGADE_RETURN_IF_ERROR(read_layer_types(j, c, 1));
+  } else {
+    c.sliding_layers.assign(static_cast<size_t>(c.n_layers), false);
+    for (int l = 0; l < c.n_layers; ++l)
+      c.sliding_layers[static_cast<size_t>(l)] = !(l < 2 || l % 4 == 1 || l == c.n_layers - 1);
+  }
+  nope_on_full_layers(c);  // only the sliding layers rotate
+  return Status::ok();
+}
+
 std::string llama_variant_arch(const std::string& class_name, const std::string& model_type) {
   static const std::pair<const char*, const char*> kNames[] = {
       {"DbrxForCausalLM", "dbrx"},         {"OlmoForCausalLM", "olmo"},         {"Olmo2ForCausalLM", "olmo2"},       {"Olmo3ForCausalLM", "olmo3"},
@@ -95,6 +134,7 @@ std::string llama_variant_arch(const std::string& class_name, const std::string&
       {"MptForCausalLM", "mpt"},                  {"MPTForCausalLM", "mpt"},  // (transformers', the Hub's remote code's)
       {"MiMoV2FlashForCausalLM", "mimo_v2_flash"}, {"ExaoneMoeForCausalLM", "exaone_moe"},
       {"ExaoneMoEForCausalLM", "exaone_moe"},    {"Kolibri1ForCausalLM", "kolibri1"},
+      {"FlintForCausalLM", "flint"},
       {"InternLM2ForCausalLM", "internlm2"},      {"InternLM3ForCausalLM", "internlm3"},  // internlm_config.h
       {"MiniCPMForCausalLM", "minicpm"},          {"CwmForCausalLM", "cwm"},
       {"NanoChatForCausalLM", "nanochat"},       {"HyperCLOVAXForCausalLM", "hyperclovax"}};  // (model_config.cpp's read_hyperclovax)  // (mimo_exaone_config.h; K-EXAONE's first configs' spelling)
@@ -669,6 +709,7 @@ Status read_llama_variant(const json& j, ModelConfig& c) {
     return Status::ok();
   }
   if (c.arch == "exaone4") return read_exaone4(j, c);
+  if (c.arch == "flint") return read_flint(j, c);
   c.sliding_window = 0;  // none of the others slides
   if (c.arch == "glm4" || c.arch == "glm") {  // Glm4Attention / GlmAttention: q/k/v biases (attention_bias,
     c.attention_bias = true;                     // true by default), o without; RoPE of adjacent pairs

@@ -49,6 +49,10 @@
 //     models/arcee_config.h;
 //   gemma (Gemma 1), starcoder2 (StarCoder2), phi (Phi-1 / 1.5 / 2) and stablelm (StableLM):
 //     models/classic_decoders_config.h;
+//   flint (FlintForCausalLM, RecursiveSI Flint): Qwen3-MoE's attention with a sink per head on
+//     every layer and windows on layer_types' sliding layers, the full ones without RoPE; sigmoid
+//     routing, renormalised, beside an ungated shared expert, mlp_only_layers dense (read_flint,
+//     read_flint_moe in models/model_config.cpp);
 //   mimo_v2_flash (MiMo-V2-Flash), exaone_moe (K-EXAONE) and kolibri1 (Aleph Alpha Kolibri-1):
 //     models/mimo_exaone_config.h.
 #pragma once
@@ -62,6 +66,12 @@ namespace brigade {
 
 // config.json's hidden_act, `want` when absent: unsupported naming it and c.arch when another.
 Status require_act(const nlohmann::json& j, const ModelConfig& c, const char* want);
+
+// The routed experts beside one ungated shared SwiGLU, as Flint and Kolibri-1 configure them, with
+// the config class's defaults: num_experts (num_local_experts where a config saves it so)
+// experts of moe_intermediate_size, num_experts_per_tok per token, shared_expert_intermediate_size
+// the shared SwiGLU's width (> 0, else invalid_argument naming c.arch).
+Status read_experts_beside_shared(const nlohmann::json& j, ModelConfig& c, int experts, int k, int inter, int shared);
 
 // EXAONE 4's and Cohere2's full-attention layers have no positions ("global NoPE"): nope_layers
 // set on every layer without a window (layer_window 0). Their safetensors and GGUF readers share it.

@@ -217,15 +217,7 @@ Status read_kolibri1(const json& j, ModelConfig& c) {
                             "builds its sliding mask from it)");
   BRIGADE_RETURN_IF_ERROR(read_layer_types(j, c, 5));
   nope_on_full_layers(c);  // "global NoPE"
-  c.n_experts = 384;
-  c.n_experts_per_tok = 6;
-  c.moe_intermediate_size = c.shared_expert_intermediate_size = 512;
-  BRIGADE_RETURN_IF_ERROR(read_int(j, j.contains("num_local_experts") ? "num_local_experts" : "num_experts", c.n_experts, false));
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_experts_per_tok", c.n_experts_per_tok, false));
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "moe_intermediate_size", c.moe_intermediate_size, false));
-  BRIGADE_RETURN_IF_ERROR(read_int(j, "shared_expert_intermediate_size", c.shared_expert_intermediate_size, false));
-  if (c.shared_expert_intermediate_size <= 0)
-    return invalid_argument("config.json: shared_expert_intermediate_size must be > 0 (kolibri1's shared experts)");
+  BRIGADE_RETURN_IF_ERROR(read_experts_beside_shared(j, c, 384, 6, 512, 512));
   c.norm_topk_prob = false;
   BRIGADE_RETURN_IF_ERROR(read_bool(j, "norm_topk_prob", c.norm_topk_prob));
   c.n_group = c.topk_group = 1;

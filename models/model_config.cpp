@@ -64,7 +64,7 @@ constexpr const char* kSupported =
     "CohereForCausalLM (cohere), Cohere2ForCausalLM (cohere2), Dots1ForCausalLM (dots1), PhimoeForCausalLM (phimoe), "
     "AfmoeForCausalLM (afmoe), ArceeForCausalLM (arcee), NanoChatForCausalLM (nanochat), GemmaForCausalLM (gemma), Starcoder2ForCausalLM (starcoder2), "
     "PhiForCausalLM (phi), StableLmForCausalLM (stablelm), MiMoV2FlashForCausalLM (mimo_v2_flash), "
-    "ExaoneMoeForCausalLM (exaone_moe), Kolibri1ForCausalLM (kolibri1), Jais2ForCausalLM (jais2), NemotronForCausalLM (nemotron), "
+    "ExaoneMoeForCausalLM (exaone_moe), Kolibri1ForCausalLM (kolibri1), FlintForCausalLM (flint), Jais2ForCausalLM (jais2), NemotronForCausalLM (nemotron), "
     "ExaoneForCausalLM (exaone), FlexOlmoForCausalLM (flex_olmo), GPTNeoXForCausalLM (gpt_neox), "
     "GPTJForCausalLM (gptj), GPT2LMHeadModel (gpt2), GPTBigCodeForCausalLM (gpt_bigcode), FalconForCausalLM (falcon; "
     "also RWForCausalLM), BloomForCausalLM (bloom), MptForCausalLM (mpt), OPTForCausalLM (opt), GPTNeoForCausalLM (gpt_neo), "
@@ -90,7 +90,8 @@ bool is_sparse_moe(const std::string& arch) {
   return arch == "qwen3_moe" || arch == "qwen2_moe" || arch == "mixtral" || arch == "gpt_oss" || arch == "qwen3_next" ||
          arch == "qwen3_5_moe_text" || arch == "olmoe" || arch == "ernie4_5_moe" || arch == "llama4_text" ||
          arch == "minimax_m2" || arch == "granitemoe" || arch == "granitemoeshared" || arch == "hunyuan_v1_moe" ||
-         arch == "phimoe" || arch == "afmoe" || arch == "flex_olmo" || arch == "dbrx" || arch == "cohere2_moe";
+         arch == "phimoe" || arch == "afmoe" || arch == "flex_olmo" || arch == "dbrx" || arch == "cohere2_moe" ||
+         arch == "flint";
 }
 
 // Which family a config describes: architectures[0] wins, model_type otherwise. A
@@ -511,6 +512,19 @@ Status read_sparse_layers(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
+// FlintConfig's experts (over Qwen2MoeConfig): num_experts (256) of moe_intermediate_size (512),
+// the top num_experts_per_tok (6) of the router logits' sigmoid, renormalised with norm_topk_prob
+// (true), beside one ungated shared SwiGLU of shared_expert_intermediate_size (1024) every token
+// runs; the layers of mlp_only_layers ([0, 1] by default) dense, the others as decoder_sparse_step
+// says (1: all).
+Status read_flint_moe(const json& j, ModelConfig& c) {
+  BRIGADE_RETURN_IF_ERROR(read_experts_beside_shared(j, c, 256, 6, 512, 1024));
+  c.norm_topk_prob = true;
+  c.moe_scoring = MoeScoring::sigmoid;
+  if (auto it = j.find("mlp_only_layers"); it == j.end() || it->is_null()) c.mlp_only_layers = {0, 1};
+  return read_sparse_layers(j, c);
+}
+
 // OlmoeConfig's expert fields: num_experts (default 64) experts of intermediate_size (it has no
 // moe_intermediate_size), num_experts_per_tok (default 8), every layer sparse, the softmax top k
 // renormalised only with norm_topk_prob (default false: OLMoE-1B-7B's). FlexOlmoConfig's the
@@ -565,6 +579,7 @@ Status read_moe(const json& j, ModelConfig& c) {
   if (c.arch == "minimax_m2") return read_intermediate_width_experts(j, c, "num_local_experts", 256, 8);
   if (c.arch == "granitemoe" || c.arch == "granitemoeshared") return read_granite_moe(j, c);
   if (c.arch == "hunyuan_v1_moe") return read_hunyuan_moe(j, c);
+  if (c.arch == "flint") return read_flint_moe(j, c);
   if (c.arch == "gpt_oss") return read_gpt_oss_moe(j, c);
   if (c.arch != "qwen3_moe" && c.arch != "qwen2_moe" && c.arch != "qwen3_next" && c.arch != "qwen3_5_moe_text")
     return Status::ok();

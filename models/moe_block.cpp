@@ -113,6 +113,8 @@ MoeNames moe_names(const WeightLoader& w, const ModelConfig& c, int l) {
             "output_linear.weight"};
   if (c.arch == "exaone_moe" && w.has(layer + "mlp.e_score_correction_bias"))  // the Hub's (GGUF's: under gate)
     return {layer + "mlp.", "gate", "gate_proj", "up_proj", "down_proj", "e_score_correction_bias"};
+  if (c.arch == "flint")  // its ungated shared expert under Qwen2-MoE's name
+    return {layer + "mlp.", "gate", "gate_proj", "up_proj", "down_proj", "gate.e_score_correction_bias", "shared_expert."};
   if (c.arch == "ernie4_5_moe")  // its selection bias [1, E] (read as [E]: Checkpoint::open)
     return {layer + "mlp.", "gate", "gate_proj", "up_proj", "down_proj", "moe_statics.e_score_correction_bias"};
   return {layer + "mlp.", "gate", "gate_proj", "up_proj", "down_proj"};

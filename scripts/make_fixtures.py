@@ -1096,6 +1096,19 @@ def fixtures():
         "axk1_hub": ("AXK1Config", "AXK1ForCausalLM", deepseek_config(
             num_hidden_layers=3, q_lora_rank=24, n_group=4, topk_group=2, norm_topk_prob=True,
             routed_scaling_factor=2.5, pad_token_id=0)),
+        # RecursiveSI Flint (FlintForCausalLM, RecursiveSI/flint): Qwen3-MoE's attention with a sink per
+        # head on every layer, windows of 8 on FlintConfig's default sliding layers (2 and 3 of 5),
+        # the full ones without RoPE; layers 0 and 1 dense (its default mlp_only_layers), then 8
+        # experts of 16, the top 2 of the sigmoid renormalised, beside an ungated shared SwiGLU of 24.
+        "flint": ("FlintConfig", "FlintForCausalLM", base_config(
+            num_hidden_layers=5, head_dim=16, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=16,
+            shared_expert_intermediate_size=24, sliding_window=8, pad_token_id=0)),
+        # The same with layer_types and mlp_only_layers given (every layer sparse), top 3 not
+        # renormalised, q/k/v/o biases.
+        "flint_sparse": ("FlintConfig", "FlintForCausalLM", base_config(
+            head_dim=16, num_experts=8, num_experts_per_tok=3, moe_intermediate_size=16,
+            shared_expert_intermediate_size=24, sliding_window=8, layer_types=["sliding_attention", "full_attention"],
+            mlp_only_layers=[], norm_topk_prob=False, attention_bias=True, pad_token_id=0)),
     }
 
 
@@ -1720,7 +1733,7 @@ def make(name, config_cls, model_cls, kw, seed, model=None):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("nanochat", "cwm", "iquestcoder", "solar", "minicpm", "youtu", "bamba", "deepseek", "axk1", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "ministral", "vaultgemma", "hyperclovax", "kolibri1", "param2moe", "sarvam", "cohere2_moe", "hy_v3", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone", "gpt", "falcon", "bloom", "mpt", "opt")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("nanochat", "cwm", "iquestcoder", "solar", "minicpm", "youtu", "bamba", "deepseek", "axk1", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "ministral", "vaultgemma", "hyperclovax", "kolibri1", "flint", "param2moe", "sarvam", "cohere2_moe", "hy_v3", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone", "gpt", "falcon", "bloom", "mpt", "opt")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 

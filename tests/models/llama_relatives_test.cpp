@@ -1,8 +1,9 @@
 // More relatives of the Llama decoder against transformers: Jais 2 and Nemotron (Minitron) and
 // EXAONE 3.0 / 3.5 (models/classic_decoders_config.h), FlexOlmo (models/llama_variants_config.h),
-// HyperCLOVA X SEED (read_hyperclovax, models/model_config.cpp). Their fixtures
-// (scripts/make_fixtures.py: jais2, nemotron, exaone with the Hub's tensor and config names,
-// flex_olmo, hyperclovax, hyperclovax_no_post_norm) run in HfFixture (hf_fixture_test.cpp) and their GGUF files in GgufClassicF32
+// HyperCLOVA X SEED (read_hyperclovax, models/model_config.cpp), Flint (read_flint,
+// read_flint_moe). Their fixtures (scripts/make_fixtures.py: jais2, nemotron, exaone with the Hub's
+// tensor and config names, flex_olmo, hyperclovax, hyperclovax_no_post_norm, flint and
+// flint_sparse with the Hub's sink name) run in HfFixture (hf_fixture_test.cpp) and their GGUF files in GgufClassicF32
 // (gguf_classic_decoders_test.cpp); here, their configs as parsed, each piece moving the logits far
 // outside the tolerance when changed (so the fixtures check each), config values the decoder does
 // not run refused by name, and what `inspect` says of them.
@@ -227,8 +228,61 @@ TEST(HyperClovax, PiecesMoveTheLogits) {
   EXPECT_GT(max_diff_with_rules("hyperclovax_no_post_norm", [](ModelConfig& c) { c.embedding_multiplier = 1.0f; }), far);
 }
 
-TEST(HyperClovax, InspectNamesIt) {
-  expect_inspect_names({{"hyperclovax", {"hyperclovax", "post-attention and post-MLP norms", "logits x 2"}}});
+TEST(HyperClovaxAndFlint, InspectNamesThem) {
+  expect_inspect_names({{"hyperclovax", {"hyperclovax", "post-attention and post-MLP norms", "logits x 2"}},
+                        {"flint", {"flint", "a sink logit per head", "routing:       sigmoid\n", "an ungated shared SwiGLU of 24",
+                                   "no RoPE in layers 0,1,4"}}});
+}
+
+TEST(Flint, Config) {
+  auto c = parse_fixture("flint");
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "flint");
+  EXPECT_TRUE(c->qk_norm && c->attn_sinks && c->norm_topk_prob);
+  EXPECT_FALSE(c->qk_norm_whole || c->sinks_sliding_only || c->shared_gate || c->moe_score_bias);
+  EXPECT_EQ(c->moe_scoring, MoeScoring::sigmoid);
+  EXPECT_EQ(c->shared_width(), 24);
+  EXPECT_EQ(c->sliding_window, 8);
+  EXPECT_EQ(c->sliding_layers, (std::vector<bool>{false, false, true, true, false}));
+  EXPECT_EQ(c->nope_layers, (std::vector<bool>{true, true, false, false, true})) << "only the sliding layers rotate";
+  EXPECT_EQ(c->n_moe_layers(), 3) << "mlp_only_layers [0, 1]";
+  auto defaults = parse_fixture("flint", [](nlohmann::json& j) {
+    for (const char* key : {"layer_types", "mlp_only_layers", "num_experts", "num_experts_per_tok", "moe_intermediate_size",
+                            "shared_expert_intermediate_size", "norm_topk_prob", "sliding_window"})
+      j.erase(key);
+    j["num_hidden_layers"] = 10;
+  });
+  ASSERT_TRUE(defaults.has_value()) << defaults.status().to_string();
+  EXPECT_EQ(defaults->sliding_layers,
+            (std::vector<bool>{false, false, true, true, true, false, true, true, true, false})) << "FlintConfig's rule";
+  EXPECT_EQ(defaults->n_moe_layers(), 8);
+  EXPECT_EQ(defaults->n_experts, 256);
+  EXPECT_EQ(defaults->n_experts_per_tok, 6);
+  EXPECT_EQ(defaults->moe_intermediate_size, 512);
+  EXPECT_EQ(defaults->shared_width(), 1024);
+  EXPECT_TRUE(defaults->norm_topk_prob);
+  EXPECT_EQ(defaults->sliding_window, 513);
+  auto sparse = parse_fixture("flint_sparse");
+  ASSERT_TRUE(sparse.has_value()) << sparse.status().to_string();
+  EXPECT_EQ(sparse->n_moe_layers(), 2);
+  EXPECT_FALSE(sparse->norm_topk_prob);
+  EXPECT_TRUE(sparse->qkv_bias && sparse->o_bias);
+  refused("flint", [](nlohmann::json& j) { j["sliding_window"] = nullptr; }, "sliding_window must be > 0 for flint");
+  refused("flint", [](nlohmann::json& j) { j["hidden_act"] = "gelu"; }, "hidden_act 'gelu' is not supported for flint");
+}
+
+// The sinks, NoPE on the full layers, the windows, the renormalisation and the shared expert each
+// move the logits (so the fixtures check them).
+TEST(Flint, PiecesMoveTheLogits) {
+  const float far = 100 * kLogitTol;
+  EXPECT_GT(max_diff_with_rules("flint", [](ModelConfig& c) { c.attn_sinks = false; }), far) << "no sinks";
+  EXPECT_GT(max_diff_with_rules("flint", [](ModelConfig& c) { c.nope_layers.assign(c.nope_layers.size(), false); }), far)
+      << "RoPE on the full layers";
+  EXPECT_GT(max_diff_with_rules("flint", [](ModelConfig& c) { c.sliding_window = 0; }), far) << "no windows";
+  EXPECT_GT(max_diff_with_rules("flint", [](ModelConfig& c) { c.norm_topk_prob = false; }), far) << "not renormalised";
+  EXPECT_GT(max_diff_with_rules("flint", [](ModelConfig& c) { c.shared_expert_intermediate_size = 0; }), far)
+      << "no shared expert";
+  EXPECT_GT(max_diff_with_rules("flint_sparse", [](ModelConfig& c) { c.norm_topk_prob = true; }), far) << "renormalised";
 }
 
 }  // namespace
