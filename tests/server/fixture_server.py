@@ -25,17 +25,28 @@ def expected(model_dir):
         return json.load(f)
 
 
-def serve(model_dir, *args):
-    """Starts `brigade serve` on model_dir (served as its folder name) on a free port; the process
-    and a client of its /v1."""
-    name = os.path.basename(model_dir)
-    proc = subprocess.Popen([BIN, "serve", "--model", model_dir, "--port", "0", "--threads", "1",
-                             "--served-model-name", name, *args], stdout=subprocess.PIPE, text=True)
+def launch(model, *args, name=None, stderr=None, env=None):
+    """Starts `brigade serve` on `model` (served as `name` when given) with `args`, one thread, on a
+    free port, its stderr to `stderr` and its environment `env` when given; returns the process and
+    its /v1 URL once it listens."""
+    named = ["--served-model-name", name] if name else []
+    proc = subprocess.Popen([BIN, "serve", "--model", model, "--port", "0", "--threads", "1", *named, *args],
+                            stdout=subprocess.PIPE, stderr=stderr, env=env, text=True)
     line = proc.stdout.readline()
     match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
     assert match, f"brigade serve did not start: {line!r}"
-    client = openai.OpenAI(base_url=f"http://127.0.0.1:{match.group(1)}/v1", api_key="none", max_retries=0, timeout=60)
-    return proc, client
+    return proc, f"http://127.0.0.1:{match.group(1)}/v1"
+
+
+def client_of(url):
+    """An openai client of `url` (no API key, no retries)."""
+    return openai.OpenAI(base_url=url, api_key="none", max_retries=0, timeout=60)
+
+
+def serve(model_dir, *args):
+    """launch() on model_dir, served as its folder name: the process and a client of its /v1."""
+    proc, url = launch(model_dir, *args, name=os.path.basename(model_dir))
+    return proc, client_of(url)
 
 
 def stop(proc):

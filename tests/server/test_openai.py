@@ -14,8 +14,8 @@ import jsonschema
 import openai
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.environ.get("BRIGADE_BIN", os.path.join(ROOT, "build", "tools", "brigade"))
+from fixture_server import BIN, ROOT, client_of, launch, stop
+
 KEY = "test-key"
 
 
@@ -30,15 +30,9 @@ def server():
     tmp = tempfile.TemporaryDirectory()
     model = os.path.join(tmp.name, "tiny")
     make_tiny_model(model)
-    proc = subprocess.Popen([BIN, "serve", "--model", model, "--port", "0", "--threads", "1",
-                             "--served-model-name", "tiny", "--api-key", KEY],
-                            stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
-    assert match, f"brigade serve did not start: {line!r}"
-    yield f"http://127.0.0.1:{match.group(1)}/v1"
-    proc.terminate()  # SIGTERM: graceful shutdown
-    assert proc.wait(timeout=60) == 0
+    proc, url = launch(model, "--api-key", KEY, name="tiny")
+    yield url
+    stop(proc)  # SIGTERM: graceful shutdown
     tmp.cleanup()
 
 
@@ -530,13 +524,9 @@ def test_rate_limit_station_is_a_429_the_client_understands(tmp_path):
     make_tiny_model(model)
     topology = tmp_path / "limited.yaml"
     topology.write_text("stations:\n  - type: rate_limit\n    options: {requests_per_minute: 1}\n")
-    proc = subprocess.Popen([BIN, "serve", "--model", model, "--port", "0", "--threads", "1",
-                             "--served-model-name", "tiny", "--topology", str(topology)],
-                            stdout=subprocess.PIPE, text=True)
+    proc, url = launch(model, "--topology", str(topology), name="tiny")
     try:
-        match = re.search(r"http://127\.0\.0\.1:(\d+)", proc.stdout.readline())
-        assert match
-        c = openai.OpenAI(base_url=f"http://127.0.0.1:{match.group(1)}/v1", api_key="none", max_retries=0, timeout=60)
+        c = client_of(url)
         assert greedy(c, "hi", 2, user="ann").choices[0].finish_reason == "length"
         with pytest.raises(openai.RateLimitError) as err:
             greedy(c, "hi", 2, user="ann")
@@ -578,25 +568,15 @@ def tool_client():
 def start_tiny_server(model, *args, stderr=None):
     """`brigade serve` on `model` as "tiny" with `args` (its stderr to `stderr`, a file, when given):
     (the process, an openai client)."""
-    proc = subprocess.Popen([BIN, "serve", "--model", model, "--port", "0", "--threads", "1",
-                             "--served-model-name", "tiny", *args], stdout=subprocess.PIPE, stderr=stderr, text=True)
-    line = proc.stdout.readline()
-    match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
-    assert match, f"brigade serve did not start: {line!r}"
-    return proc, openai.OpenAI(base_url=f"http://127.0.0.1:{match.group(1)}/v1", api_key="none", max_retries=0,
-                               timeout=60)
-
-
-def stop_tiny_server(proc):
-    proc.terminate()
-    assert proc.wait(timeout=60) == 0
+    proc, url = launch(model, *args, name="tiny", stderr=stderr)
+    return proc, client_of(url)
 
 
 def serve_tiny(model, tmp, *args):
     """start_tiny_server as a fixture: yields its client, then stops it and removes `tmp`."""
     proc, client = start_tiny_server(model, *args)
     yield client
-    stop_tiny_server(proc)
+    stop(proc)
     tmp.cleanup()
 
 
@@ -700,16 +680,11 @@ def reasoning_client(tmp_path_factory):
     _, close = add_think_tokens(model)
     template = tmp / "think.jinja"
     template.write_text("{% for m in messages %}{{ m.role + ': ' + m.content + '\\n' }}{% endfor %}assistant: <think>\n")
-    proc = subprocess.Popen([BIN, "serve", "--model", model, "--port", "0", "--threads", "1", "--served-model-name",
-                             "tiny", "--chat-template", str(template), "--reasoning-parser", "deepseek_r1"],
-                            stdout=subprocess.PIPE, text=True)
-    match = re.search(r"http://127\.0\.0\.1:(\d+)", proc.stdout.readline())
-    assert match
-    client = openai.OpenAI(base_url=f"http://127.0.0.1:{match.group(1)}/v1", api_key="none", max_retries=0, timeout=60)
+    proc, url = launch(model, "--chat-template", str(template), "--reasoning-parser", "deepseek_r1", name="tiny")
+    client = client_of(url)
     client.think_close_id = close
     yield client
-    proc.terminate()
-    assert proc.wait(timeout=60) == 0
+    stop(proc)
 
 
 def test_structured_output_after_the_reasoning(reasoning_client):
@@ -869,14 +844,9 @@ def lora_client():
     runtime adapter routes (as VLLM_ALLOW_RUNTIME_LORA_UPDATING=True with --enable-lora)."""
     model = os.path.join(ROOT, "tests", "fixtures", "llama")
     env_proc = dict(os.environ, VLLM_ALLOW_RUNTIME_LORA_UPDATING="True")
-    proc = subprocess.Popen([BIN, "serve", "--model", model, "--port", "0", "--threads", "1",
-                             "--served-model-name", "tiny", "--enable-lora", "--max-loras", "1"],
-                            stdout=subprocess.PIPE, text=True, env=env_proc)
-    match = re.search(r"http://127\.0\.0\.1:(\d+)", proc.stdout.readline())
-    assert match
-    yield openai.OpenAI(base_url=f"http://127.0.0.1:{match.group(1)}/v1", api_key="none", max_retries=0, timeout=60)
-    proc.terminate()
-    assert proc.wait(timeout=60) == 0
+    proc, url = launch(model, "--enable-lora", "--max-loras", "1", name="tiny", env=env_proc)
+    yield client_of(url)
+    stop(proc)
 
 
 def reference_first_logprob(fixture):
@@ -941,7 +911,7 @@ def test_generation_config_sets_request_defaults_and_eos():
                                        extra_body={"ignore_eos": True, "return_tokens_as_token_ids": True})
             greedy_ids = [int(t.split(":")[1]) for t in ids.choices[0].logprobs.tokens]
         finally:
-            stop_tiny_server(proc)
+            stop(proc)
         with open(log_path) as f:
             log = f.read()
         assert "default sampling settings from the model's generation_config.json: temperature=0 max_tokens=6" in log
@@ -952,7 +922,7 @@ def test_generation_config_sets_request_defaults_and_eos():
                                           extra_body={"ignore_eos": True}).choices[0].text for s in range(6)}
             assert len(texts) > 1, "temperature 1: sampled"
         finally:
-            stop_tiny_server(proc)
+            stop(proc)
 
         # The third greedy token as an EOS id of generation_config.json: the generation stops there.
         third = greedy_ids[2]
@@ -969,4 +939,4 @@ def test_generation_config_sets_request_defaults_and_eos():
             assert [int(t.split(":")[1]) for t in r.choices[0].logprobs.tokens][:2] == greedy_ids[:2]
             assert r.usage.completion_tokens <= 3
         finally:
-            stop_tiny_server(proc)
+            stop(proc)

@@ -14,7 +14,6 @@ import base64
 import json
 import math
 import os
-import re
 import struct
 import subprocess
 import tempfile
@@ -22,25 +21,15 @@ import tempfile
 import openai
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.environ.get("BRIGADE_BIN", os.path.join(ROOT, "build", "tools", "brigade"))
+from fixture_server import BIN, ROOT, client_of, launch, stop
+
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "qwen3")
 TOL = 1e-4
 
 
 def serve(model, *args):
-    proc = subprocess.Popen([BIN, "serve", "--model", model, "--port", "0", "--threads", "1", *args],
-                            stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
-    assert match, f"brigade serve did not start: {line!r}"
-    return proc, openai.OpenAI(base_url=f"http://127.0.0.1:{match.group(1)}/v1", api_key="none", max_retries=0,
-                               timeout=60)
-
-
-def stop(proc):
-    proc.terminate()
-    assert proc.wait(timeout=60) == 0
+    proc, url = launch(model, *args)
+    return proc, client_of(url)
 
 
 @pytest.fixture(scope="module")
