@@ -13,7 +13,8 @@
 namespace brigade {
 
 struct ExecutorConfig {
-  // "cpu", or "cuda" / "cuda:N" (GPU 0 / N; needs a build with the CUDA backend and tp 1).
+  // "cpu", or "cuda" / "cuda:N" (GPU 0 / N; needs a build with the CUDA backend). With tp > 1,
+  // rank r runs on GPU N + r, the ranks joined by NCCL (actors/engine/instance.cpp).
   std::string device = "cpu";
   int threads = 0;             // CPU threads per rank; 0 = an equal share of the hardware threads
                                // among every CPU rank of the engine (all instances, all tp ranks)
