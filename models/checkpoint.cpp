@@ -51,6 +51,25 @@ Expected<std::vector<std::string>> index_shards(const fs::path& index_path) {
   return shards;
 }
 
+using Renames = std::span<const std::pair<const char*, const char*>>;
+
+// The architectures whose checkpoints name tensors other than as the Llama decoder reads them, by
+// plain substitution (renamed_tensors): nanochat's ungated MLP's fc1 / fc2 as up / down; Flint's
+// and Kolibri-1's Hub names as transformers' conversion mapping renames them. Empty for the others.
+Renames tensor_renames(const std::string& arch) {
+  static constexpr std::pair<const char*, const char*> kNanochat[] = {{".mlp.fc1.", ".mlp.up_proj."},
+                                                                      {".mlp.fc2.", ".mlp.down_proj."}};
+  static constexpr std::pair<const char*, const char*> kFlint[] = {{".self_attn.softmax_offset", ".self_attn.sinks"}};
+  static constexpr std::pair<const char*, const char*> kKolibri1[] = {
+      {".moe.router.expert_bias", ".mlp.gate.e_score_correction_bias"},
+      {".post_attn_norm.", ".post_self_attn_layernorm."},
+      {".post_ffn_norm.", ".post_mlp_layernorm."}};
+  if (arch == "nanochat") return kNanochat;
+  if (arch == "flint") return kFlint;
+  if (arch == "kolibri1") return kKolibri1;
+  return {};
+}
+
 }  // namespace
 
 Expected<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::string& path) {
@@ -136,27 +155,13 @@ Status Checkpoint::open_directory() {
   if (config_.arch == "glm4_moe" && config_.attn_gate) {  // MiniCPM 5's q|gate per head (models/alias_configs.h)
     BRIGADE_ASSIGN_OR_RETURN(tensors_, split_q_gate_proj(config_, std::move(tensors_), derived_));
   }
-  if (config_.arch == "nanochat") {  // its ungated MLP's fc1 / fc2 under Llama's up / down names
-    static constexpr std::pair<const char*, const char*> kMlp[] = {{".mlp.fc1.", ".mlp.up_proj."},
-                                                                   {".mlp.fc2.", ".mlp.down_proj."}};
-    tensors_ = renamed_tensors(std::move(tensors_), kMlp);
-  }
+  if (const Renames renames = tensor_renames(config_.arch); !renames.empty())
+    tensors_ = renamed_tensors(std::move(tensors_), renames);
   // A.X K1's released checkpoints route without a selection bias (transformers leaves it zero).
   if (config_.arch == "axk1" && std::none_of(tensors_.begin(), tensors_.end(), [](const auto& kv) {
         return kv.first.ends_with(".e_score_correction_bias");
       }))
     config_.moe_score_bias = false;
-  if (config_.arch == "flint") {  // the Hub's sink name, as transformers' conversion mapping renames it
-    static constexpr std::pair<const char*, const char*> kHub[] = {{".self_attn.softmax_offset", ".self_attn.sinks"}};
-    tensors_ = renamed_tensors(std::move(tensors_), kHub);
-  }
-  if (config_.arch == "kolibri1") {  // the Hub's names, as transformers' conversion mapping renames them
-    static constexpr std::pair<const char*, const char*> kHub[] = {
-        {".moe.router.expert_bias", ".mlp.gate.e_score_correction_bias"},
-        {".post_attn_norm.", ".post_self_attn_layernorm."},
-        {".post_ffn_norm.", ".post_mlp_layernorm."}};
-    tensors_ = renamed_tensors(std::move(tensors_), kHub);
-  }
   if (config_.arch == "internlm2") {  // InternLM2's names and its wqkv per KV group (models/internlm_config.h)
     BRIGADE_ASSIGN_OR_RETURN(tensors_, internlm2_tensors(config_, std::move(tensors_), derived_));
   }

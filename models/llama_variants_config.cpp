@@ -82,6 +82,14 @@ Status read_experts_beside_shared(const json& j, ModelConfig& c, int experts, in
   return Status::ok();
 }
 
+Status read_required_window(const json& j, ModelConfig& c, int fallback) {
+  BRIGADE_RETURN_IF_ERROR(read_window_or_null(j, c, fallback));
+  if (c.sliding_window <= 0)
+    return invalid_argument("config.json: sliding_window must be > 0 for " + c.arch + " (transformers' model builds "
+                            "its sliding mask from it)");
+  return Status::ok();
+}
+
 // RecursiveSI Flint (FlintAttention: Qwen3-MoE's attention): per-head q/k norms before RoPE, q/k/v
 // and o biases with attention_bias, a learned sink logit per head on every layer (the Hub's
 // self_attn.softmax_offset), sliding_window (513 by default; required: FlintModel builds the
@@ -93,9 +101,7 @@ Status read_flint(const json& j, ModelConfig& c) {
   c.qkv_bias = c.o_bias = c.attention_bias;
   c.qk_norm = true;
   c.attn_sinks = true;
-  BRIGADE_RETURN_IF_ERROR(read_window_or_null(j, c, 513));
-  if (c.sliding_window <= 0)
-    return invalid_argument("config.json: sliding_window must be > 0 for flint (FlintModel builds its sliding mask from it)");
+  BRIGADE_RETURN_IF_ERROR(read_required_window(j, c, 513));
   if (auto it = j.find("layer_types"); it != j.end() && !it->is_null()) {
     BRIGADE_RETURN_IF_ERROR(read_layer_types(j, c, 1));
   } else {

@@ -73,6 +73,10 @@ Status require_act(const nlohmann::json& j, const ModelConfig& c, const char* wa
 // the shared SwiGLU's width (> 0, else invalid_argument naming c.arch).
 Status read_experts_beside_shared(const nlohmann::json& j, ModelConfig& c, int experts, int k, int inter, int shared);
 
+// sliding_window (`fallback` where absent) of a model whose transformers class always builds its
+// sliding mask from it (Flint, Kolibri-1): null or <= 0 is refused, naming c.arch.
+Status read_required_window(const nlohmann::json& j, ModelConfig& c, int fallback);
+
 // EXAONE 4's and Cohere2's full-attention layers have no positions ("global NoPE"): nope_layers
 // set on every layer without a window (layer_window 0). Their safetensors and GGUF readers share it.
 void nope_on_full_layers(ModelConfig& c);

@@ -211,10 +211,7 @@ Status read_kolibri1(const json& j, ModelConfig& c) {
   BRIGADE_RETURN_IF_ERROR(require_silu(j, c));
   c.qk_norm = true;
   c.sandwich_norms = true;
-  BRIGADE_RETURN_IF_ERROR(read_window_or_null(j, c, 513));
-  if (c.sliding_window <= 0)
-    return invalid_argument("config.json: sliding_window must be > 0 for kolibri1 (transformers' Kolibri1Model "
-                            "builds its sliding mask from it)");
+  BRIGADE_RETURN_IF_ERROR(read_required_window(j, c, 513));
   BRIGADE_RETURN_IF_ERROR(read_layer_types(j, c, 5));
   nope_on_full_layers(c);  // "global NoPE"
   BRIGADE_RETURN_IF_ERROR(read_experts_beside_shared(j, c, 384, 6, 512, 512));

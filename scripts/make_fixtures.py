@@ -1075,14 +1075,10 @@ def fixtures():
         # layer_types, the fifth full without RoPE) in GLM-4's four-norm layer; every layer 8 experts
         # of 16 beside a shared SwiGLU of 24, the top 2 of the router logits + e_score_correction_bias
         # weighted by their sigmoid, not renormalised (Qwen3MoeConfig's default).
-        "kolibri1": ("Kolibri1Config", "Kolibri1ForCausalLM", base_config(
-            num_hidden_layers=5, head_dim=16, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=16,
-            shared_expert_intermediate_size=24, sliding_window=8, pad_token_id=0)),
+        "kolibri1": ("Kolibri1Config", "Kolibri1ForCausalLM", windowed_shared_moe_config(num_hidden_layers=5, num_experts_per_tok=2)),
         # The same with layer_types given (layer 0 full, layer 1 sliding), renormalised, top 3.
-        "kolibri1_norm": ("Kolibri1Config", "Kolibri1ForCausalLM", base_config(
-            head_dim=16, num_experts=8, num_experts_per_tok=3, moe_intermediate_size=16,
-            shared_expert_intermediate_size=24, sliding_window=8, layer_types=["full_attention", "sliding_attention"],
-            norm_topk_prob=True, pad_token_id=0)),
+        "kolibri1_norm": ("Kolibri1Config", "Kolibri1ForCausalLM", windowed_shared_moe_config(
+            num_experts_per_tok=3, layer_types=["full_attention", "sliding_attention"], norm_topk_prob=True)),
         # SK Telecom A.X K1 (AXK1ForCausalLM, skt/A.X-K1): DeepSeek-V3's MLA (always q_lora_rank) and
         # routing (8 experts in 4 groups, top-2 groups, top 2 renormalised, times 2.5, a shared
         # expert) with an RMSNorm on each sparse layer's MoE output (post_mlp_layernorm); layers 0
@@ -1100,15 +1096,12 @@ def fixtures():
         # head on every layer, windows of 8 on FlintConfig's default sliding layers (2 and 3 of 5),
         # the full ones without RoPE; layers 0 and 1 dense (its default mlp_only_layers), then 8
         # experts of 16, the top 2 of the sigmoid renormalised, beside an ungated shared SwiGLU of 24.
-        "flint": ("FlintConfig", "FlintForCausalLM", base_config(
-            num_hidden_layers=5, head_dim=16, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=16,
-            shared_expert_intermediate_size=24, sliding_window=8, pad_token_id=0)),
+        "flint": ("FlintConfig", "FlintForCausalLM", windowed_shared_moe_config(num_hidden_layers=5, num_experts_per_tok=2)),
         # The same with layer_types and mlp_only_layers given (every layer sparse), top 3 not
         # renormalised, q/k/v/o biases.
-        "flint_sparse": ("FlintConfig", "FlintForCausalLM", base_config(
-            head_dim=16, num_experts=8, num_experts_per_tok=3, moe_intermediate_size=16,
-            shared_expert_intermediate_size=24, sliding_window=8, layer_types=["sliding_attention", "full_attention"],
-            mlp_only_layers=[], norm_topk_prob=False, attention_bias=True, pad_token_id=0)),
+        "flint_sparse": ("FlintConfig", "FlintForCausalLM", windowed_shared_moe_config(
+            num_experts_per_tok=3, layer_types=["sliding_attention", "full_attention"], mlp_only_layers=[],
+            norm_topk_prob=False, attention_bias=True)),
     }
 
 
@@ -1579,6 +1572,15 @@ def make_gemma3n_mm(name, config_cls, model_cls, kw, seed):
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls} (saved as Gemma3nForConditionalGeneration), fp32, eager attention, "
                                   f"seed {seed}", kw["vocab_size"], cases)
+
+
+def windowed_shared_moe_config(**kw):
+    """Kolibri-1's and Flint's fixtures' shared shape: heads of 16, windows of 8, 8 experts of 16
+    beside a shared SwiGLU of 24."""
+    c = base_config(head_dim=16, num_experts=8, moe_intermediate_size=16, shared_expert_intermediate_size=24,
+                    sliding_window=8, pad_token_id=0)
+    c.update(kw)
+    return c
 
 
 def deepseek_config(**kw):

@@ -71,24 +71,15 @@ std::string describe_request(const CompletionRequest& r, const std::string& id, 
     // The text as a JSON string (quotes, newlines and control bytes escaped), cut first.
     s += ", prompt ";
     s += nlohmann::json(g.prompt.substr(0, limit)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    if (g.prompt.size() > limit) {
-      s += " (";
-      s += std::to_string(g.prompt.size());
-      s += " bytes)";
-    }
+    if (g.prompt.size() > limit) append_format(s, " (%zu bytes)", g.prompt.size());
   } else {
     s += ", prompt ids [";
     for (size_t i = 0; i < std::min(limit, g.prompt_ids.size()); ++i) {
       if (i > 0) s += ',';
       s += std::to_string(g.prompt_ids[i]);
     }
-    if (g.prompt_ids.size() > limit) {
-      s += ", ...] (";
-      s += std::to_string(g.prompt_ids.size());
-      s += " ids)";
-    } else {
-      s += ']';
-    }
+    if (g.prompt_ids.size() > limit) append_format(s, ", ...] (%zu ids)", g.prompt_ids.size());
+    else s += ']';
   }
   const SamplingOptions& p = g.sampling;
   append_format(s, ", max_tokens %d, temperature %g, top_p %g, top_k %d, min_p %g", g.max_tokens,
