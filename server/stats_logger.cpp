@@ -115,7 +115,11 @@ namespace {
 class ThreadStatsLogger final : public StatsLogger {
  public:
   ThreadStatsLogger(Engine& engine, double interval_s, std::function<void(const std::string&)> sink)
-      : engine_(engine), interval_(std::chrono::duration<double>(interval_s)), sink_(std::move(sink)) {
+      : engine_(engine),
+        interval_(std::chrono::duration<double>(interval_s)),
+        sink_(std::move(sink)),
+        last_(engine.stats()),
+        last_at_(std::chrono::steady_clock::now()) {
     thread_ = std::thread([this] { run(); });
   }
   ~ThreadStatsLogger() override {
@@ -129,16 +133,14 @@ class ThreadStatsLogger final : public StatsLogger {
 
  private:
   void run() {
-    EngineStats last = engine_.stats();
-    auto last_at = std::chrono::steady_clock::now();
     std::unique_lock<std::mutex> lock(mu_);
     while (!cv_.wait_for(lock, interval_, [this] { return stop_; })) {
       lock.unlock();
       const EngineStats now = engine_.stats();
       const auto at = std::chrono::steady_clock::now();
-      if (auto line = stats_line(last, now, std::chrono::duration<double>(at - last_at).count())) sink_(*line);
-      last = now;
-      last_at = at;
+      if (auto line = stats_line(last_, now, std::chrono::duration<double>(at - last_at_).count())) sink_(*line);
+      last_ = now;
+      last_at_ = at;
       lock.lock();
     }
   }
@@ -149,6 +151,11 @@ class ThreadStatsLogger final : public StatsLogger {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
+  // The counters at the previous line (at start: taken by the constructor, not by the thread, so
+  // requests served before the thread first runs still count in its first interval). The
+  // thread's alone once it runs.
+  EngineStats last_;
+  std::chrono::steady_clock::time_point last_at_;
   std::thread thread_;  // last: started once the members it reads are
 };
 
