@@ -730,6 +730,20 @@ class Backend {
     (void)x;
     BRIGADE_CHECK(false, "relu_squared on a backend without state-space ops (supports_ssm() is false)");
   }
+  // out [n, I] = relu(gate_up[:, :I])^2 * gate_up[:, I:]; gate_up [n, 2I] (BitNet's gated relu2 MLP,
+  // ModelConfig's MlpActivation::relu2_glu); implemented where supports_ssm is.
+  virtual void relu2_mul(const Tensor& gate_up, const Tensor& out) {
+    (void)gate_up, (void)out;
+    BRIGADE_CHECK(false, "relu2_mul on a backend without state-space ops (supports_ssm() is false)");
+  }
+  // x [n, d] in place: each row quantized to int8 and back, symmetric per row (BitNet's activation
+  // quantization before each ternary linear; transformers' BitLinear.activation_quant / ActQuant):
+  // s = 127 / max(max_j |x_j|, 1e-5), x_j = min(max(round_half_even(x_j s), -128), 127) / s, in
+  // f32, rounded once to x's dtype. Implemented where supports_ssm is.
+  virtual void quantize_rows_int8(const Tensor& x) {
+    (void)x;
+    BRIGADE_CHECK(false, "quantize_rows_int8 on a backend without state-space ops (supports_ssm() is false)");
+  }
 
   // ---- Gemma 3n (models/gemma3n.h): AltUp's streams, activation sparsity, the weightless v norm ----
   // Whether the six ops below are implemented (the CPU and CUDA backends); Gemma 3n refuses to

@@ -187,6 +187,8 @@ class CpuBackend final : public Backend {
   }
   bool supports_ssm() const override { return true; }
   void relu_squared(const Tensor& x) override { cpu::relu_squared(ctx_, x); }
+  void relu2_mul(const Tensor& gate_up, const Tensor& out) override { cpu::relu2_mul(ctx_, gate_up, out); }
+  void quantize_rows_int8(const Tensor& x) override { cpu::quantize_rows_int8(ctx_, x); }
   void ssm_conv(const Tensor& in, int64_t col, const Tensor& weight, const Tensor& bias, const SsmSeqs& seqs,
                 const Tensor& conv_state, const Tensor& out) override {
     cpu::ssm_conv(ctx_, in, col, weight, bias, seqs, conv_state, out);

@@ -95,6 +95,8 @@ void add_row_bias(const CpuContext& c, const Tensor& x, const Tensor& bias);
 void silu_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out);
 void gelu_tanh_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out);
 void gelu_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out);
+void relu2_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out);
+void quantize_rows_int8(const CpuContext& c, const Tensor& x);
 void xielu(const CpuContext& c, const Tensor& x, const XieluParams& p);
 void scale(const CpuContext& c, const Tensor& x, float s);
 void softcap(const CpuContext& c, const Tensor& x, float cap);

@@ -1,4 +1,5 @@
-// Row-wise ops: embedding, add, silu_mul, gelu_tanh_mul, gelu_mul, xielu, scale, softcap, clamp, write_kv, gather_rows.
+// Row-wise ops: embedding, add, silu_mul, gelu_tanh_mul, gelu_mul, relu2_mul, quantize_rows_int8, xielu, scale,
+// softcap, clamp, write_kv, gather_rows.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -87,6 +88,33 @@ void gelu_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out) {
     std::copy_n(g, k, o);
     c.kernels->gelu_erf(o, k);
     for (int64_t j = 0; j < k; ++j) o[j] *= u[j];
+  });
+}
+
+// BitNet's gated relu2 (transformers' ReLUSquaredActivation of the gate), times up.
+void relu2_mul(const CpuContext& c, const Tensor& gate_up, const Tensor& out) {
+  gated_mul(c, gate_up, out, [](const float* g, const float* u, float* o, int64_t k) {
+    for (int64_t j = 0; j < k; ++j) {
+      const float r = std::max(g[j], 0.0f);
+      o[j] = r * r * u[j];
+    }
+  });
+}
+
+// BitNet's per-row int8 quantization and back (Backend::quantize_rows_int8): std::nearbyint in the
+// default rounding mode is torch.round's half to even.
+void quantize_rows_int8(const CpuContext& c, const Tensor& x) {
+  BRIGADE_CHECK(x.dtype == DType::f32, "quantize_rows_int8: x [n, d] f32");
+  const int64_t d = x.row_numel();
+  float* p = x.as<float>();
+  c.pool->parallel_for(x.dim(0), row_grain(d), [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) {
+      float* r = p + i * d;
+      float amax = 0.0f;
+      for (int64_t j = 0; j < d; ++j) amax = std::max(amax, std::fabs(r[j]));
+      const float s = 127.0f / std::max(amax, 1e-5f);
+      for (int64_t j = 0; j < d; ++j) r[j] = std::clamp(std::nearbyint(r[j] * s), -128.0f, 127.0f) / s;
+    }
   });
 }
 

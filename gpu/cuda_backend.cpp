@@ -44,7 +44,8 @@ enum Op : int { kUpload = 1, kEmbedding, kMatmul, kRmsNorm, kAddRmsNorm, kAdd, k
                 kHeadMatmul, kWriteMlaKv, kMlaAttention, kXielu, kAttnTemperature, kQkSumSquares, kQkNormBySums,
                 kLayerNorm, kQkLayerNorm, kAddRowBias, kCopy, kSsmConv, kSsmScan, kSsmScanDiag, kGatedDelta,
                 kSigmoidMul, kReluSquared, kKda, kWriteKvColumns, kDsaTopk, kLightning,
-                kAltupPredict, kAltupCorrect, kMatchRms, kGaussianTopk, kVHeadNorm, kGeluTanhGate, kGelu, kClamp };
+                kAltupPredict, kAltupCorrect, kMatchRms, kGaussianTopk, kVHeadNorm, kGeluTanhGate, kGelu, kClamp,
+                kRelu2Mul, kQuantizeRowsInt8 };
 
 bool is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
 
@@ -716,6 +717,21 @@ class CudaBackendImpl final : public CudaBackend {
     BRIGADE_CHECK(x.dtype == DType::bf16, "relu_squared: x bf16");
     bind();
     graphs_->record(Sig() << kReluSquared << x, [=, this] { gpu::launch_relu_squared(x.data, x.numel(), stream_); });
+  }
+  void relu2_mul(const Tensor& gate_up, const Tensor& out) override {
+    const int64_t n = gate_up.dim(0), inter = gate_up.row_numel() / 2;
+    BRIGADE_CHECK(gate_up.row_numel() == 2 * inter && out.numel() == n * inter && out.dtype == DType::bf16 &&
+                      gate_up.dtype == DType::bf16, "relu2_mul: gate_up [n, 2I], out [n, I] bf16");
+    bind();
+    graphs_->record(Sig() << kRelu2Mul << gate_up << out,
+                    [=, this] { gpu::launch_relu2_mul(gate_up.data, out.data, n, inter, stream_); });
+  }
+  void quantize_rows_int8(const Tensor& x) override {
+    BRIGADE_CHECK(x.dtype == DType::bf16, "quantize_rows_int8: x [n, d] bf16");
+    const int64_t n = x.dim(0), d = x.row_numel();
+    bind();
+    graphs_->record(Sig() << kQuantizeRowsInt8 << x,
+                    [=, this] { gpu::launch_quantize_rows_int8(x.data, n, d, stream_); });
   }
 
   // ---- Gemma 3n (gpu/gemma3n.cu) ----

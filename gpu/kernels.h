@@ -332,6 +332,10 @@ void launch_lightning_attention(const LightningArgs& p, const SsmSeqArgs& seqs, 
 // x [count] bf16 *= sigmoid(gate [count] bf16); x [count] bf16 = relu(x)^2.
 void launch_sigmoid_mul(void* x, const void* gate, int64_t count, cudaStream_t stream);
 void launch_relu_squared(void* x, int64_t count, cudaStream_t stream);
+// BitNet (gpu/ssm.cu): out [n, I] bf16 = relu(gate_up[:, :I])^2 * gate_up[:, I:] (Backend::relu2_mul);
+// x [n, d] bf16 quantized to int8 per row and back in place (Backend::quantize_rows_int8).
+void launch_relu2_mul(const void* gate_up, void* out, int64_t n, int64_t inter, cudaStream_t stream);
+void launch_quantize_rows_int8(void* x, int64_t n, int64_t d, cudaStream_t stream);
 
 // Gemma 3n (gpu/gemma3n.cu; Backend::supports_altup). streams/out [N, n, d], router [n, N],
 // pred [N, n, d], activated [n, d] bf16; coefs f32 ([N * N, N] / [N, N]); x, ref [n, d] bf16.

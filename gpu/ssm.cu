@@ -11,6 +11,7 @@
 // so the update and the dot products run out of shared memory without bank conflicts and the
 // reductions are warp shuffles. The sequence table (q_start, slots, fresh, snapshots) is read on
 // the device, so the launch geometry depends on n_seqs alone (CUDA-Graph replays).
+#include <algorithm>
 #include <cuda_bf16.h>
 
 #include "gpu/cuda_check.h"
@@ -424,6 +425,31 @@ __global__ void relu_squared_kernel(bf16* x, int64_t count) {
   }
 }
 
+// out [n, I] = relu(gate)^2 * up from gate_up [n, 2I] (BitNet's gated relu2), in f32, rounded once.
+__global__ void relu2_mul_kernel(const bf16* gate_up, bf16* out, int64_t n, int64_t inter) {
+  const int64_t total = n * inter;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t r = i / inter, j = i - r * inter;
+    const float g = fmaxf(__bfloat162float(gate_up[r * 2 * inter + j]), 0.0f);
+    out[i] = __float2bfloat16_rn(g * g * __bfloat162float(gate_up[r * 2 * inter + inter + j]));
+  }
+}
+
+// One block per row of x [n, d]: the row's absmax, then each element quantized to int8 (rintf:
+// half to even, as torch.round) and back with IEEE divisions, as the CPU backend computes it.
+__global__ void quantize_rows_int8_kernel(bf16* x, int64_t d) {
+  __shared__ float scratch[32];
+  bf16* row = x + blockIdx.x * d;
+  float m = 0.0f;
+  for (int64_t j = threadIdx.x; j < d; j += blockDim.x) m = fmaxf(m, fabsf(__bfloat162float(row[j])));
+  m = block_max(m, scratch);
+  const float s = __fdiv_rn(127.0f, fmaxf(m, 1e-5f));
+  for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
+    const float q = fminf(fmaxf(rintf(__fmul_rn(__bfloat162float(row[j]), s)), -128.0f), 127.0f);
+    row[j] = __float2bfloat16_rn(__fdiv_rn(q, s));
+  }
+}
+
 // Allows a kernel up to kSsmMaxSmemBytes of dynamic shared memory (once per kernel and process;
 // not a stream operation, so it may run while a graph is captured).
 template <class Kernel>
@@ -535,6 +561,19 @@ void launch_sigmoid_mul(void* x, const void* gate, int64_t count, cudaStream_t s
 void launch_relu_squared(void* x, int64_t count, cudaStream_t stream) {
   if (count == 0) return;
   relu_squared_kernel<<<ceil_div(count, 256), 256, 0, stream>>>(static_cast<bf16*>(x), count);
+  BRIGADE_CUDA_CHECK(cudaGetLastError());
+}
+
+void launch_relu2_mul(const void* gate_up, void* out, int64_t n, int64_t inter, cudaStream_t stream) {
+  if (n * inter == 0) return;
+  const int64_t blocks = std::min<int64_t>(ceil_div(n * inter, 256), 4096);
+  relu2_mul_kernel<<<blocks, 256, 0, stream>>>(static_cast<const bf16*>(gate_up), static_cast<bf16*>(out), n, inter);
+  BRIGADE_CUDA_CHECK(cudaGetLastError());
+}
+
+void launch_quantize_rows_int8(void* x, int64_t n, int64_t d, cudaStream_t stream) {
+  if (n == 0 || d == 0) return;
+  quantize_rows_int8_kernel<<<n, 256, 0, stream>>>(static_cast<bf16*>(x), d);
   BRIGADE_CUDA_CHECK(cudaGetLastError());
 }
 

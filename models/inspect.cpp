@@ -51,8 +51,11 @@ std::string deepseek_routing(const ModelConfig& c) {
 
 // The parameters a stored tensor of `numel` elements holds: fp8 and int4 scales, zero points,
 // g_idx and shapes are not parameters of the model; an int4 layer's packed int32s hold 8 each.
-int64_t quant_params(const QuantConfig& q, const std::string& name, int64_t numel) {
+int64_t quant_params(const QuantConfig& q, const std::string& name, const RawTensor& t) {
+  const int64_t numel = t.numel();
   if (!q.quantized()) return numel;
+  if (q.ternary())  // packed ternary linears hold 4 weights a byte; their weight_scale is no parameter
+    return name.ends_with(".weight_scale") ? 0 : q.ternary_weight(name) && t.dtype == DType::u8 ? 4 * numel : numel;
   if (q.mxfp4()) return name.ends_with("_blocks") ? 2 * numel : name.ends_with("_scales") ? 0 : numel;
   if (name.ends_with("_scale_inv") || name.ends_with("_scale")) return 0;
   if (!q.int4()) return numel;
@@ -72,7 +75,7 @@ Expected<ModelInfo> inspect_model(const std::string& path) {
   const QuantConfig& q = ck->config().quant;
   for (const auto& [name, t] : ck->tensors()) {
     ++info.n_tensors;
-    info.n_params += quant_params(q, name, t.numel());
+    info.n_params += quant_params(q, name, t);
     info.n_bytes += static_cast<int64_t>(t.bytes.size());
     ++info.n_tensors_by_dtype[t.type_name()];
     info.n_bytes_by_dtype[t.type_name()] += static_cast<int64_t>(t.bytes.size());
@@ -480,6 +483,8 @@ std::string format_model_info(const ModelInfo& m) {
     if (c.mlp_activation == MlpActivation::gelu_tanh) g += c.mlp_ungated ? ", ungated gelu_tanh MLP" : ", gelu_tanh MLP";
     if (c.mlp_activation == MlpActivation::xielu) g += ", ungated xIELU MLP (learned per layer)";
     if (c.mlp_activation == MlpActivation::relu2) g += ", ungated relu2 MLP";
+    if (c.mlp_activation == MlpActivation::relu2_glu) g += ", gated relu2 MLP";
+    if (c.sub_norms) g += ", norms before o_proj and down_proj";
     if (c.mlp_activation == MlpActivation::gelu) g += ", ungated gelu (erf) MLP";
     if (c.mlp_activation == MlpActivation::relu) g += ", ungated relu MLP";
     if (c.arch == "afmoe" && c.embedding_multiplier > 0.0f) g += ", embeddings x " + num(c.embedding_multiplier) + " (muP)";

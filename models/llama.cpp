@@ -35,6 +35,7 @@ struct AttentionBlock {
   OwnedTensor o_bias;    // [hidden] f32, or empty (and empty on ranks other than 0: added once)
   OwnedTensor sinks;     // [H] f32 attention sink logits (gpt-oss), or empty
   OwnedTensor gate;      // [H * hd, hidden] the output gate's projection (ModelConfig::attn_gate), or empty
+  OwnedTensor sub_norm;  // [H * hd] f32: BitNet's attn_sub_norm before o (ModelConfig::sub_norms), or empty
 };
 
 struct MlpBlock {
@@ -43,6 +44,7 @@ struct MlpBlock {
   OwnedTensor gate_up_bias;  // [2 I] f32 (ModelConfig::mlp_bias), or empty
   OwnedTensor down;       // [hidden, I]
   OwnedTensor down_bias;  // [hidden] f32 (mlp_bias; rank 0's only: added once), or empty
+  OwnedTensor sub_norm;   // [I] f32: BitNet's ffn_sub_norm before down (ModelConfig::sub_norms), or empty
 };
 
 // Which part of the model a rank holds: heads [rank * H, (rank + 1) * H) of the q heads, the same
@@ -217,6 +219,7 @@ class LlamaModel final : public Model {
   int64_t mtp_params_ = 0, mtp_bytes_ = 0;  // the module's part of n_params_ / weight_bytes_
   Scratch scratch_;
   StepInputs ints_;
+  bool ternary_ = config_.quant.ternary();  // BitNet's ternary linears (QuantConfig::ternary): their inputs quantized to int8
   float embed_scale_ = 0.0f;  // ModelConfig::embed_scale rounded to the activation dtype, as transformers does
   OwnedTensor unit_norm_;     // [head_dim] f32 ones: the weight of ModelConfig::qk_norm_weightless's norms
   OwnedTensor embed_norm_;    // [hidden] f32 ones: ModelConfig::embed_norm's weightless RMSNorm; BLOOM's LayerNorm weight
@@ -382,6 +385,9 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
   } else if (c.o_bias) {  // rank 0 adds it; the others check and count it
     BRIGADE_RETURN_IF_ERROR(w.skip(layer_name(l, "self_attn.o_proj.bias"), {hidden}));
   }
+  if (c.sub_norms) {  // BitNet: over the whole q width (tensor parallelism is refused: check_ternary)
+    BRIGADE_ASSIGN_OR_RETURN(layer.attn.sub_norm, norm("self_attn.attn_sub_norm.weight", q));
+  }
   if (c.attn_gate) {  // one row per q column: this rank's heads' rows
     BRIGADE_ASSIGN_OR_RETURN(layer.attn.gate, w.matrix(layer_name(l, "self_attn.gate_proj.weight"), q, hidden, s.q_rows()));
   }
@@ -441,6 +447,9 @@ Status LlamaModel::load_layer(WeightLoader& w, int l, DecoderLayer& layer) {
                            w.matrix(mlp_name(c, l, "down_proj.weight"), hidden, inter, {}, s.inter_rows()));
   if (c.mlp_activation == MlpActivation::xielu) {
     BRIGADE_ASSIGN_OR_RETURN(layer.mlp.xielu, load_xielu(w, l));
+  }
+  if (c.sub_norms) {
+    BRIGADE_ASSIGN_OR_RETURN(layer.mlp.sub_norm, norm("mlp.ffn_sub_norm.weight", inter));
   }
   if (!c.mlp_bias) return Status::ok();
   if (!c.mlp_gated()) {
@@ -570,6 +579,7 @@ Status LlamaModel::run_attention(const DecoderLayer& layer, const KvLayer& cache
   const Tensor attn = scratch_.attn.tensor.rows(0, n);
   const Tensor positions = images_.positions(ints_.positions(n), n);
   const Tensor slots = ints_.slots(n);
+  if (ternary_) backend_.quantize_rows_int8(normed);  // BitNet: each ternary linear's int8 input
   layer.attn.qkv.matmul(backend_, normed, layer.attn.qkv_bias.tensor, qkv);
   if (lora_) lora_->apply(layer_index(layer), LoraProj::qkv, normed, qkv);
   const Tensor& q_norm = layer.unit_qk_norm ? unit_norm_.tensor : layer.attn.q_norm.tensor;
@@ -597,6 +607,8 @@ Status LlamaModel::run_attention(const DecoderLayer& layer, const KvLayer& cache
     backend_.matmul(normed, layer.attn.gate.tensor, Tensor(), gate);
     backend_.sigmoid_mul(attn, gate);
   }
+  if (!layer.attn.sub_norm.tensor.empty()) backend_.rms_norm(attn, layer.attn.sub_norm.tensor, config_.rms_eps, attn);
+  if (ternary_) backend_.quantize_rows_int8(attn);
   backend_.matmul(attn, layer.attn.o.tensor, layer.attn.o_bias.tensor, scratch_.delta.tensor.rows(0, n));
   if (lora_) lora_->apply(layer_index(layer), LoraProj::o, attn, scratch_.delta.tensor.rows(0, n));
   return reduce(scratch_.delta.tensor.rows(0, n));
@@ -610,6 +622,7 @@ Status LlamaModel::run_mlp(const DecoderLayer& layer, int n) {
   }
   const Tensor gate_up = scratch_.gate_up.tensor.rows(0, n);
   const Tensor act = scratch_.act.tensor.rows(0, n);
+  if (ternary_) backend_.quantize_rows_int8(normed);
   if (!config_.mlp_gated()) {  // Apertus, Arcee AFM, StarCoder2, Phi: up (and its bias) straight into act, no gate
     layer.mlp.gate_up.matmul(backend_, normed, layer.mlp.gate_up_bias.tensor, act);
     if (config_.mlp_activation == MlpActivation::xielu) backend_.xielu(act, layer.mlp.xielu);
@@ -622,8 +635,11 @@ Status LlamaModel::run_mlp(const DecoderLayer& layer, int n) {
     layer.mlp.gate_up.matmul(backend_, normed, layer.mlp.gate_up_bias.tensor, gate_up);
     if (lora_) lora_->apply(layer_index(layer), LoraProj::gate_up, normed, gate_up);
     if (config_.mlp_activation == MlpActivation::gelu_tanh) backend_.gelu_tanh_mul(gate_up, act);
+    else if (config_.mlp_activation == MlpActivation::relu2_glu) backend_.relu2_mul(gate_up, act);  // BitNet's
     else backend_.silu_mul(gate_up, act);
   }
+  if (!layer.mlp.sub_norm.tensor.empty()) backend_.rms_norm(act, layer.mlp.sub_norm.tensor, config_.rms_eps, act);
+  if (ternary_) backend_.quantize_rows_int8(act);
   backend_.matmul(act, layer.mlp.down.tensor, layer.mlp.down_bias.tensor, scratch_.delta.tensor.rows(0, n));
   if (lora_) lora_->apply(layer_index(layer), LoraProj::down, act, scratch_.delta.tensor.rows(0, n));
   return reduce(scratch_.delta.tensor.rows(0, n));
@@ -798,14 +814,32 @@ Status check_gate_ops(const ModelConfig& c, const Backend& backend) {
   if (!c.alibi_slopes.empty() && !backend.supports_alibi())
     return unsupported("backend '" + backend.name() + "' has no ALiBi attention (AttentionMeta::alibi_slopes); " +
                        c.arch + " runs on the CPU and CUDA backends");
-  if ((c.attn_gate || c.mlp_activation == MlpActivation::relu2) && !backend.supports_ssm())
-    return unsupported("backend '" + backend.name() + "' has no sigmoid_mul / relu_squared ops; " + c.arch +
-                       " runs on the CPU and CUDA backends");
+  const bool relu2 = c.mlp_activation == MlpActivation::relu2 || c.mlp_activation == MlpActivation::relu2_glu;
+  if ((c.attn_gate || relu2 || c.quant.ternary()) && !backend.supports_ssm())
+    return unsupported("backend '" + backend.name() + "' has no sigmoid_mul / relu_squared / relu2_mul / "
+                       "quantize_rows_int8 ops; " + c.arch + " runs on the CPU and CUDA backends");
   // StarCoder2's and Phi's ungated gelu_tanh MLP, Pythia's gelu (Backend::gelu_tanh, gelu).
   const bool gelu = c.mlp_activation == MlpActivation::gelu_tanh || c.mlp_activation == MlpActivation::gelu;
   if (c.mlp_ungated && gelu && !backend.supports_gelu())
     return unsupported("backend '" + backend.name() + "' has no ungated gelu_tanh / gelu op; " + c.arch +
                        " (an ungated GELU MLP) runs on the CPU and CUDA backends");
+  return Status::ok();
+}
+
+// BitNet's sub-norms and int8 activations span whole rows of o's and down's inputs, which tensor
+// parallelism splits by columns; its ternary linears are the dense decoder's, without biases
+// (AutoBitLinear would scale them with the output).
+Status check_ternary(const ModelConfig& c, const LoadOptions& o) {
+  if (!c.quant.ternary() && !c.sub_norms) return Status::ok();
+  if (o.communicator != nullptr && o.communicator->size() > 1)
+    return unsupported(c.arch + " (BitNet's sub-norms and int8 activations over whole rows) is not supported with "
+                       "tensor parallelism; run it at tp 1 (data parallelism replicates it)");
+  if (!c.quant.ternary()) return Status::ok();
+  if (c.n_moe_layers() > 0 || c.qkv_bias || c.o_bias || c.mlp_bias || !c.mlp_gated() || c.parallel_blocks ||
+      c.post_norms || c.attn_gate)
+    return unsupported("config.json: quantization_config " + c.quant.describe() + " is supported for the dense, "
+                       "pre-norm, bias-free Llama decoder (bitnet, llama) only");
+  if (o.lora_enabled()) return unsupported("LoRA adapters are not supported with ternary (bitnet) weights");
   return Status::ok();
 }
 
@@ -825,6 +859,7 @@ Expected<std::unique_ptr<Model>> load_llama(const Checkpoint& checkpoint, Backen
   BRIGADE_RETURN_IF_ERROR(check_moe_support(checkpoint, options.weight_dtype, backend));
   BRIGADE_RETURN_IF_ERROR(check_gate_ops(checkpoint.config(), backend));
   BRIGADE_RETURN_IF_ERROR(check_weight_dtype(options.weight_dtype, backend));
+  BRIGADE_RETURN_IF_ERROR(check_ternary(checkpoint.config(), options));  // (its tp refusal before the divisibility one)
   BRIGADE_RETURN_IF_ERROR(check_tensor_parallel(checkpoint.config(), options, /*split_kv_heads=*/true));
   BRIGADE_RETURN_IF_ERROR(check_lora_support(checkpoint.config(), options));
   auto model = std::make_unique<LlamaModel>(checkpoint.config(), backend, options);

@@ -113,6 +113,23 @@ Status read_flint(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
+// BitNet b1.58 (BitNetForCausalLM, microsoft/bitnet-b1.58-2B-4T): Llama's layer with an RMSNorm
+// of the attention output before o_proj (attn_sub_norm, hidden_size wide, so the q width must be
+// hidden_size) and of relu2(gate) * up before down_proj (ffn_sub_norm); its linears ternary under
+// quant_method bitnet (models/quant_config.h), else plain as transformers runs them.
+Status read_bitnet(const json& j, ModelConfig& c) {
+  BRIGADE_RETURN_IF_ERROR(require_act(j, c, "relu2"));
+  c.mlp_activation = MlpActivation::relu2_glu;
+  c.sub_norms = true;
+  c.qkv_bias = c.o_bias = c.attention_bias;
+  c.sliding_window = 0;
+  if (int64_t{c.n_heads} * c.head_dim != c.hidden_size)
+    return invalid_argument("config.json: num_attention_heads * head_dim (" + std::to_string(int64_t{c.n_heads} * c.head_dim) +
+                            ") must equal hidden_size (" + std::to_string(c.hidden_size) +
+                            ") for bitnet: its attn_sub_norm, hidden_size wide, norms the attention's output");
+  return Status::ok();
+}
+
 std::string llama_variant_arch(const std::string& class_name, const std::string& model_type) {
   static const std::pair<const char*, const char*> kNames[] = {
       {"DbrxForCausalLM", "dbrx"},         {"OlmoForCausalLM", "olmo"},         {"Olmo2ForCausalLM", "olmo2"},       {"Olmo3ForCausalLM", "olmo3"},
@@ -140,7 +157,7 @@ std::string llama_variant_arch(const std::string& class_name, const std::string&
       {"MptForCausalLM", "mpt"},                  {"MPTForCausalLM", "mpt"},  // (transformers', the Hub's remote code's)
       {"MiMoV2FlashForCausalLM", "mimo_v2_flash"}, {"ExaoneMoeForCausalLM", "exaone_moe"},
       {"ExaoneMoEForCausalLM", "exaone_moe"},    {"Kolibri1ForCausalLM", "kolibri1"},
-      {"FlintForCausalLM", "flint"},
+      {"FlintForCausalLM", "flint"},              {"BitNetForCausalLM", "bitnet"},
       {"InternLM2ForCausalLM", "internlm2"},      {"InternLM3ForCausalLM", "internlm3"},  // internlm_config.h
       {"MiniCPMForCausalLM", "minicpm"},          {"CwmForCausalLM", "cwm"},
       {"NanoChatForCausalLM", "nanochat"},       {"HyperCLOVAXForCausalLM", "hyperclovax"}};  // (model_config.cpp's read_hyperclovax)  // (mimo_exaone_config.h; K-EXAONE's first configs' spelling)
@@ -716,6 +733,7 @@ Status read_llama_variant(const json& j, ModelConfig& c) {
   }
   if (c.arch == "exaone4") return read_exaone4(j, c);
   if (c.arch == "flint") return read_flint(j, c);
+  if (c.arch == "bitnet") return read_bitnet(j, c);
   c.sliding_window = 0;  // none of the others slides
   if (c.arch == "glm4" || c.arch == "glm") {  // Glm4Attention / GlmAttention: q/k/v biases (attention_bias,
     c.attention_bias = true;                     // true by default), o without; RoPE of adjacent pairs

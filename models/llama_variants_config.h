@@ -53,6 +53,9 @@
 //     every layer and windows on layer_types' sliding layers, the full ones without RoPE; sigmoid
 //     routing, renormalised, beside an ungated shared expert, mlp_only_layers dense (read_flint,
 //     read_flint_moe in models/model_config.cpp);
+//   bitnet (BitNetForCausalLM, BitNet b1.58): Llama's layer with sub-norms before o_proj and
+//     down_proj and a gated relu2 MLP; ternary linears with int8 inputs under quant_method
+//     bitnet (models/quant_config.h) (read_bitnet);
 //   mimo_v2_flash (MiMo-V2-Flash), exaone_moe (K-EXAONE) and kolibri1 (Aleph Alpha Kolibri-1):
 //     models/mimo_exaone_config.h.
 #pragma once

@@ -64,7 +64,7 @@ constexpr const char* kSupported =
     "CohereForCausalLM (cohere), Cohere2ForCausalLM (cohere2), Dots1ForCausalLM (dots1), PhimoeForCausalLM (phimoe), "
     "AfmoeForCausalLM (afmoe), ArceeForCausalLM (arcee), NanoChatForCausalLM (nanochat), GemmaForCausalLM (gemma), Starcoder2ForCausalLM (starcoder2), "
     "PhiForCausalLM (phi), StableLmForCausalLM (stablelm), MiMoV2FlashForCausalLM (mimo_v2_flash), "
-    "ExaoneMoeForCausalLM (exaone_moe), Kolibri1ForCausalLM (kolibri1), FlintForCausalLM (flint), Jais2ForCausalLM (jais2), NemotronForCausalLM (nemotron), "
+    "ExaoneMoeForCausalLM (exaone_moe), Kolibri1ForCausalLM (kolibri1), FlintForCausalLM (flint), BitNetForCausalLM (bitnet), Jais2ForCausalLM (jais2), NemotronForCausalLM (nemotron), "
     "ExaoneForCausalLM (exaone), FlexOlmoForCausalLM (flex_olmo), GPTNeoXForCausalLM (gpt_neox), "
     "GPTJForCausalLM (gptj), GPT2LMHeadModel (gpt2), GPTBigCodeForCausalLM (gpt_bigcode), FalconForCausalLM (falcon; "
     "also RWForCausalLM), BloomForCausalLM (bloom), MptForCausalLM (mpt), OPTForCausalLM (opt), GPTNeoForCausalLM (gpt_neo), "
@@ -858,8 +858,9 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   BRIGADE_RETURN_IF_ERROR(read_int(j, "vocab_size", c.vocab_size, true));
   c.max_position = c.arch == "phimoe" ? 131072 : 2048;  // PhimoeConfig's default 4096 * 32
   BRIGADE_RETURN_IF_ERROR(read_int(j, "max_position_embeddings", c.max_position, false));
-  c.rms_eps = 1e-6f;
+  c.rms_eps = c.arch == "bitnet" ? 1e-5f : 1e-6f;  // BitNetConfig's
   BRIGADE_RETURN_IF_ERROR(read_float(j, "rms_norm_eps", c.rms_eps));
+  if (c.arch == "bitnet") c.rope_theta = 500000.0f;  // BitNetConfig's default_theta
   BRIGADE_RETURN_IF_ERROR(read_rope(j, c));
   // Gemma2Config / Gemma3TextConfig and SmolLM3Config tie by default; the Hub's configs may omit the field.
   c.tie_embeddings = is_gemma(c.arch) || c.arch == "smollm3" || c.arch == "ernie4_5" ||
@@ -897,7 +898,7 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   c.bos_id = !j.contains("bos_token_id") && llama_defaults ? 1 : -1;
   BRIGADE_RETURN_IF_ERROR(read_int(j, "bos_token_id", c.bos_id, false));
   if (!j.contains("eos_token_id") && llama_defaults) c.eos_ids = {2};
-  if (c.arch == "cwm" || c.arch == "youtu") {  // CwmConfig's and YoutuConfig's (Llama 3's vocabulary's ids)
+  if (c.arch == "cwm" || c.arch == "youtu" || c.arch == "bitnet") {  // CwmConfig's, YoutuConfig's, BitNetConfig's (Llama 3's ids)
     if (!j.contains("bos_token_id")) c.bos_id = 128000;
     if (!j.contains("eos_token_id")) c.eos_ids = c.arch == "cwm" ? std::vector<int>{128001, 128008, 128009} : std::vector<int>{128001};
   }
@@ -917,6 +918,9 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
     if (c.quant.mxfp4() && c.arch != "gpt_oss")
       return unsupported("config.json: quantization_config quant_method 'mxfp4' is supported for gpt_oss only (its "
                          "experts); " + c.arch + " has none stored so");
+    if (c.quant.ternary() && c.arch != "bitnet" && c.arch != "llama")
+      return unsupported("config.json: quantization_config " + c.quant.describe() + " is supported for bitnet and "
+                         "llama only (the Llama decoder quantizes their ternary linears' inputs); not for " + c.arch);
     if (c.quant.int4() && is_deepseek(c.arch))
       return unsupported("config.json: quantization_config " + c.quant.describe() + " is not supported for " + c.arch +
                          " (MLA attention); int4 checkpoints load for llama, qwen2, qwen3, qwen3_moe, phi3, gemma2 and "

@@ -20,8 +20,9 @@ namespace brigade {
 // The MLP's activation: SwiGLU's silu gate, Gemma's gelu_tanh gate (gelu_pytorch_tanh), an
 // encoder's ungated GELU, exact (erf: BERT's "gelu") or tanh-approximated ("gelu_new"), or
 // Apertus's ungated xIELU (up_proj, xIELU with the layer's learned parameters, down_proj;
-// Backend::xielu), or Arcee AFM's ungated relu2 (up_proj, relu(x)^2, down_proj; Backend::relu_squared).
-enum class MlpActivation : uint8_t { silu, gelu_tanh, gelu, xielu, relu2, relu };
+// Backend::xielu), or Arcee AFM's ungated relu2 (up_proj, relu(x)^2, down_proj; Backend::relu_squared),
+// or BitNet's gated relu2 (relu(gate)^2 * up; Backend::relu2_mul).
+enum class MlpActivation : uint8_t { silu, gelu_tanh, gelu, xielu, relu2, relu, relu2_glu };
 
 // A Mamba2 mixer's shape and options (config.json of Mamba2ForCausalLM: num_heads, head_dim,
 // n_groups, state_size, conv_kernel, expand, use_conv_bias, use_bias, time_step_limit), or a
@@ -327,6 +328,9 @@ struct ModelConfig {
   // c_proj and Phi's fc1 / fc2 with gelu_tanh; their biases with mlp_bias, up_proj's alone). Apertus's
   // xielu and Arcee's relu2 MLPs are ungated whatever this says (mlp_gated()).
   bool mlp_ungated = false;
+  // BitNet (BitNetAttention, BitNetMLP): an RMSNorm of the attention's output before o_proj
+  // (attn_sub_norm, over the q width) and of act(gate) * up before down_proj (ffn_sub_norm).
+  bool sub_norms = false;
   bool nope = false;
   // IBM Granite's scalings (0 = none; Granite 4.0-H's, and Granite 3's in the Llama decoder): the
   // embeddings times embedding_multiplier, each sublayer's output times residual_multiplier before

@@ -16,7 +16,8 @@ constexpr const char* kFp8Supported =
     "(weights num_bits 8, type float, strategy tensor, channel or block)";
 
 std::string supported() {
-  return std::string(kFp8Supported) + "; int4: " + kInt4Supported + "; 'mxfp4' (gpt-oss's experts)";
+  return std::string(kFp8Supported) + "; int4: " + kInt4Supported + "; 'mxfp4' (gpt-oss's experts); 'bitnet' "
+         "(ternary weights, linear_class bitlinear or autobitlinear)";
 }
 
 Status read_names(const json& q, const char* key, std::vector<std::string>& out) {
@@ -53,6 +54,26 @@ Status parse_fp8(const json& q, QuantConfig& c) {
     c.block_rows = (*bs)[0].get<int>();
     c.block_cols = (*bs)[1].get<int>();
   }
+  return read_names(q, "modules_to_not_convert", c.ignore);
+}
+
+// transformers' BitNetQuantConfig: linear_class and quantization_mode as it validates them;
+// use_rms_norm (an RMSNorm inside every linear, before its quantization) is not supported.
+Status parse_bitnet(const json& q, QuantConfig& c) {
+  c.scaling = WeightScaling::ternary;
+  const std::string linear = string_or(q, "linear_class", "bitlinear"), mode = string_or(q, "quantization_mode", "offline");
+  if (linear != "bitlinear" && linear != "autobitlinear")
+    return corrupt("config.json: quantization_config.linear_class '" + linear + "' must be bitlinear or autobitlinear");
+  if (mode != "offline" && mode != "online")
+    return corrupt("config.json: quantization_config.quantization_mode '" + mode + "' must be offline or online");
+  c.ternary_linear = linear == "bitlinear" ? TernaryLinear::bitlinear
+                     : mode == "offline"   ? TernaryLinear::auto_offline
+                                           : TernaryLinear::auto_online;
+  bool rms_norm = false;
+  BRIGADE_RETURN_IF_ERROR(read_bool(q, "use_rms_norm", rms_norm));
+  if (rms_norm)
+    return unsupported("config.json: quantization_config.use_rms_norm = true (an RMSNorm inside every ternary linear) "
+                       "is not supported; supported: bitnet without it");
   return read_names(q, "modules_to_not_convert", c.ignore);
 }
 
@@ -145,6 +166,10 @@ bool QuantConfig::ignored(const std::string& weight) const {
   return false;
 }
 
+bool QuantConfig::ternary_weight(const std::string& weight) const {
+  return ternary() && weight.starts_with("model.layers.") && weight.ends_with("_proj.weight") && !ignored(weight);
+}
+
 std::string QuantConfig::describe() const {
   std::string s;
   switch (scaling) {
@@ -159,6 +184,12 @@ std::string QuantConfig::describe() const {
           (symmetric ? ", symmetric" : ", zero points") + (act_order ? ", act-order" : "");
       break;
     case WeightScaling::mxfp4: s = "mxfp4 experts, 32-value blocks with E8M0 scales"; break;
+    case WeightScaling::ternary:
+      s = std::string("ternary weights, int8 activations, ") +
+          (ternary_linear == TernaryLinear::bitlinear      ? "bitlinear"
+           : ternary_linear == TernaryLinear::auto_offline ? "autobitlinear offline"
+                                                           : "autobitlinear online");
+      break;
   }
   return s + " (quant_method " + method + ")";
 }
@@ -176,6 +207,8 @@ Expected<QuantConfig> parse_quant_config(const json& q) {
   } else if (c.method == "awq") {
     BRIGADE_RETURN_IF_ERROR(parse_awq(q, c));
     BRIGADE_RETURN_IF_ERROR(read_names(q, "modules_to_not_convert", c.ignore));
+  } else if (c.method == "bitnet") {
+    BRIGADE_RETURN_IF_ERROR(parse_bitnet(q, c));
   } else if (c.method == "mxfp4") {  // gpt-oss: which tensors are MXFP4 is told by their _blocks names
     c.scaling = WeightScaling::mxfp4;
     BRIGADE_RETURN_IF_ERROR(read_names(q, "modules_to_not_convert", c.ignore));

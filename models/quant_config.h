@@ -21,6 +21,17 @@
 //     `weight_packed` [out, in / 8] int32 (nibble = q + 8, q signed), `weight_scale` [out, groups],
 //     `weight_zero_point` (asymmetric; packed [out / 8, groups] int32 or [out, groups] int8),
 //     `weight_shape` [2]; strategy group or channel; optional `weight_g_idx` (actorder).
+// Ternary weights with int8 activations (BitNet b1.58; models/weight_quant.h reads them):
+//   - quant_method "bitnet" (transformers' BitNetQuantConfig): every linear of the decoder layers
+//     (not lm_head, nor modules_to_not_convert) holds values in {-1, 0, 1} times one scale per
+//     tensor, and its input is quantized per row to int8 and back (Backend::quantize_rows_int8,
+//     applied by the Llama decoder). linear_class "bitlinear" (the default; BitLinear): `weight`
+//     u8 [rows / 4, cols], four ternary codes per byte (value + 1 in bits 2i..2i+1 of row r is
+//     row r + i * rows / 4), W = t / weight_scale. "autobitlinear" (AutoBitLinear): quantization_mode
+//     "offline" stores `weight` ternary (packed as above, or as floats) with W = t * weight_scale;
+//     "online" stores the float weights, ternarized at load as transformers does per forward,
+//     W = clamp(round(w s), -1, 1) / s with s = 1 / max(mean |w|, 1e-5). use_rms_norm (a norm
+//     inside each linear) is refused.
 // Activation quantization (input_activations, activation_scheme, input_scale tensors) is not
 // applied: brigade computes activations in the backend's float type (f32/bf16), which is what
 // transformers does with the dequantized model, not what an fp8 GEMM in vLLM/SGLang does.
@@ -43,6 +54,14 @@ enum class WeightScaling {
   group,    // int4: one scale (and zero point) per output row and group of input columns
   mxfp4,    // quant_method mxfp4 (gpt-oss): the MoE experts as <name>_blocks / <name>_scales, OCP
             // microscaling FP4 (32 E2M1 values per E8M0 power-of-two scale); the rest is stored float
+  ternary,  // quant_method bitnet: {-1, 0, 1} times one scale per tensor, int8 activations
+};
+
+// How a bitnet checkpoint's ternary linears store their scale (scaling == ternary).
+enum class TernaryLinear {
+  bitlinear,       // BitLinear: packed codes, W = t / weight_scale
+  auto_offline,    // AutoBitLinear, offline: packed or float codes, W = t * weight_scale
+  auto_online,     // AutoBitLinear, online: float weights ternarized at load, no weight_scale
 };
 
 // How an int4 checkpoint packs its linear layers (scaling == group).
@@ -61,10 +80,17 @@ struct QuantConfig {
   bool symmetric = true;     // zero point 8 everywhere (gptq sym, compressed-tensors symmetric)
   bool zero_plus_one = false;  // gptq's original format: z = stored nibble + 1
   bool act_order = false;    // gptq desc_act / compressed-tensors actorder: g_idx names the groups
+  TernaryLinear ternary_linear = TernaryLinear::bitlinear;  // scaling == ternary
 
   bool quantized() const { return scaling != WeightScaling::none; }
   bool int4() const { return scaling == WeightScaling::group; }
   bool mxfp4() const { return scaling == WeightScaling::mxfp4; }
+  // BitNet: ternary linears whose inputs the decoder quantizes to int8 per row.
+  bool ternary() const { return scaling == WeightScaling::ternary; }
+  // Whether the stored weight `weight` is one of a ternary checkpoint's ternary linears: a
+  // projection of the decoder layers ("model.layers.<i>.<...>_proj.weight": q/k/v/o, gate/up/down)
+  // not in `ignore`.
+  bool ternary_weight(const std::string& weight) const;
   // The scale tensor of the stored weight `weight` ("x.weight" -> "x.weight_scale_inv" or
   // "x.weight_scale"; transformers 5's stacked "x.gate_up_proj" -> "x.gate_up_proj_scale_inv").
   std::string scale_name(const std::string& weight) const;

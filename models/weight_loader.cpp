@@ -124,7 +124,9 @@ Expected<OwnedTensor> WeightLoader::load_matrix(const std::string& name, int64_t
   check_slice(col_slice, cols);
   const int64_t n_rows = row_slice.length(rows), n_cols = col_slice.length(cols);
   const DType staged = staging_dtype(t, want, col_slice, cols, /*keep_blocks=*/true);
-  if (n_cols == cols && staged == t.raw().dtype) {  // whole rows as stored are contiguous: a view of the mapping
+  // Whole rows as stored are contiguous: a view of the mapping (not of a ternary linear's floats,
+  // which read_row ternarizes or scales).
+  if (n_cols == cols && staged == t.raw().dtype && !t.quantized()) {
     const uint8_t* first = t.raw().bytes.data() + t.raw().row_bytes(cols) * static_cast<size_t>(row_slice.begin);
     return prepare(Tensor(const_cast<uint8_t*>(first), staged, {n_rows, n_cols}), target(staged, want));
   }
@@ -150,7 +152,7 @@ Expected<OwnedTensor> WeightLoader::stacked(const std::string& name, int64_t n, 
   const int64_t n_items = items.length(n), n_cols = col_slice.length(cols);
   const std::optional<DType> want = linear_want();
   const DType staged = staging_dtype(t, want, col_slice, cols, keep_blocks);
-  if (kept_rows == rows && n_cols == cols && staged == t.raw().dtype) {  // whole matrices are contiguous: a view
+  if (kept_rows == rows && n_cols == cols && staged == t.raw().dtype && !t.quantized()) {  // whole matrices: a view
     const uint8_t* first = t.raw().bytes.data() + t.raw().row_bytes(cols) * static_cast<size_t>(items.begin * rows);
     return prepare(Tensor(const_cast<uint8_t*>(first), staged, {n_items * rows, cols}), target(staged, want));
   }

@@ -97,6 +97,10 @@ Expected<StoredWeight> StoredWeight::open(const Checkpoint& ck, const std::strin
     w.raw_ = w.int4_->packed();
     return w;
   }
+  if (ck.config().quant.ternary_weight(name)) {
+    BRIGADE_RETURN_IF_ERROR(w.open_ternary(ck, name));
+    return w;
+  }
   BRIGADE_ASSIGN_OR_RETURN(w.raw_, ck.tensor(name, shape));
   if (w.raw_.dtype == DType::f8e4m3) BRIGADE_RETURN_IF_ERROR(w.load_scales(ck, name));
   else if (!w.raw_.block_quantized() && !is_float_type(w.raw_.dtype))
@@ -153,6 +157,75 @@ Status StoredWeight::load_scales(const Checkpoint& ck, const std::string& name) 
   return Status::ok();
 }
 
+Status StoredWeight::open_ternary(const Checkpoint& ck, const std::string& name) {
+  const QuantConfig& q = ck.config().quant;
+  BRIGADE_ASSIGN_OR_RETURN(raw_, ck.tensor(name));
+  const std::string where = raw_.file + ": tensor '" + name + "'";
+  if (items_ != 1) return unsupported(where + ": stacked (expert) weights are not supported with quant_method bitnet");
+  const bool packed = raw_.dtype == DType::u8;
+  if (packed && q.ternary_linear == TernaryLinear::auto_online)
+    return corrupt(where + " is stored U8 (packed ternary codes) but quantization_mode is online, which stores the "
+                   "float weights; the checkpoint and its config.json disagree");
+  if (!packed && q.ternary_linear == TernaryLinear::bitlinear)
+    return corrupt(where + " is stored " + raw_.type_name() + " but linear_class bitlinear stores U8 packed ternary "
+                   "codes; the checkpoint and its config.json disagree");
+  if (!packed && !is_float_type(raw_.dtype))
+    return corrupt(where + " is stored " + raw_.type_name() + "; a ternary linear is U8 (packed) or F32, BF16, F16");
+  if (packed && rows_ % 4 != 0)
+    return corrupt(where + ": a packed ternary weight holds 4 rows per stored row, so its " + std::to_string(rows_) +
+                   " rows must be a multiple of 4");
+  const std::vector<int64_t> want = {packed ? rows_ / 4 : rows_, cols_};
+  if (raw_.shape != want)
+    return corrupt(where + " has shape " + raw_.shape_string() + " but the config needs " + shape_str(want) +
+                   (packed ? " (packed: 4 ternary rows per byte row)" : ""));
+  if (q.ternary_linear == TernaryLinear::auto_online) {  // AutoBitLinear's WeightQuant, in f32
+    double sum = 0.0;
+    const size_t es = dtype_size(raw_.dtype);
+    for (int64_t i = 0; i < raw_.numel(); ++i) sum += std::fabs(load_float(raw_.bytes.data() + static_cast<size_t>(i) * es, raw_.dtype));
+    const float mean = static_cast<float>(sum / static_cast<double>(std::max<int64_t>(raw_.numel(), 1)));
+    if (!std::isfinite(mean)) return corrupt(where + " holds a value that is not finite (a corrupt checkpoint)");
+    ternary_scale_ = 1.0f / std::max(mean, 1e-5f);
+    ternary_ = Ternary::online;
+    return Status::ok();
+  }
+  const std::string scale_name = name.substr(0, name.size() - 6) + "weight_scale";  // x.weight -> x.weight_scale
+  auto scale = ck.tensor(scale_name);
+  if (!scale)
+    return not_found(where + " is a ternary linear but its scale tensor '" + scale_name +
+                     "' is missing (quant_method bitnet); the checkpoint is incomplete");
+  if (!is_float_type(scale->dtype) || scale->numel() != 1)
+    return corrupt(scale->file + ": scale tensor '" + scale_name + "' must be one F32, BF16 or F16 value (got " +
+                   scale->type_name() + " " + scale->shape_string() + ")");
+  const float v = load_float(scale->bytes.data(), scale->dtype);
+  const bool divides = q.ternary_linear == TernaryLinear::bitlinear;  // BitLinear: y / weight_scale
+  if (!std::isfinite(v) || (divides && !(v > 0.0f)))
+    return corrupt(scale->file + ": scale tensor '" + scale_name + "' holds " + std::to_string(v) + "; it must be " +
+                   (divides ? "finite and > 0 (BitLinear divides by it)" : "finite"));
+  ternary_scale_ = divides ? 1.0f / v : v;
+  ternary_ = packed ? Ternary::packed : Ternary::codes;
+  return Status::ok();
+}
+
+// transformers' unpack_weights: stored row r % (rows / 4) holds row r's code in bits
+// 2 (r / (rows / 4)) and up, the value + 1 (a 3, which pack_weights never writes, reads as 2).
+void StoredWeight::read_ternary(int64_t row, int64_t col, int64_t n, DType out, uint8_t* dst) const {
+  const float m = ternary_scale_;
+  if (ternary_ == Ternary::packed) {
+    const int64_t stored_rows = rows_ / 4, shift = 2 * (row / stored_rows);
+    const uint8_t* src = raw_.bytes.data() + static_cast<size_t>((row % stored_rows) * cols_ + col);
+    store_floats(out, n, dst, [&](int64_t i) { return static_cast<float>(((src[i] >> shift) & 3) - 1) * m; });
+    return;
+  }
+  const size_t es = dtype_size(raw_.dtype);
+  const uint8_t* src = raw_.bytes.data() + static_cast<size_t>(row * cols_ + col) * es;
+  auto value = [&](int64_t i) { return load_float(src + static_cast<size_t>(i) * es, raw_.dtype); };
+  if (ternary_ == Ternary::codes) {
+    store_floats(out, n, dst, [&](int64_t i) { return value(i) * m; });
+    return;
+  }
+  store_floats(out, n, dst, [&](int64_t i) { return std::clamp(std::nearbyint(value(i) * m), -1.0f, 1.0f) / m; });
+}
+
 void StoredWeight::read_blocks(int64_t row, int64_t col, int64_t n, DType out, uint8_t* dst) const {
   const int64_t b = raw_.block_elems();
   const uint8_t* src = raw_.bytes.data() + raw_.row_bytes(cols_) * static_cast<size_t>(row);
@@ -178,6 +251,11 @@ void StoredWeight::read_row(int64_t item, int64_t row, int64_t col, int64_t n, D
                 "read_row inside the weight (the loader checks its slices)");
   if (int4_) {
     int4_->read_row(row, col, n, out, dst);
+    return;
+  }
+  if (ternary_ != Ternary::none) {
+    BRIGADE_CHECK(is_float_type(out), "ternary weights are staged as f32, bf16 or f16");
+    read_ternary(row, col, n, out, dst);
     return;
   }
   if (raw_.block_quantized()) {

@@ -39,7 +39,8 @@ std::vector<float> quantize_fp8(const float* w, int64_t rows, int64_t cols, Weig
 // transformers 5's stacked experts [n, rows, cols]).
 class StoredWeight {
  public:
-  // Looks `name` up (shape checked) and, when it is stored F8_E4M3, its scale tensor
+  // Looks `name` up (shape checked; a packed ternary linear's is [rows / 4, cols]: open_ternary)
+  // and, when it is stored F8_E4M3, its scale tensor
   // (config.quant.scale_name(name)): F32/BF16/F16, of the shape the scaling needs
   // (block: [items..., ceil(rows / br), ceil(cols / bc)]; channel: [items..., rows] or
   // [items..., rows, 1]; tensor: one element per item, shaped [], [1], [items] or [items, 1]),
@@ -50,7 +51,7 @@ class StoredWeight {
 
   // The stored tensor (an int4 layer's: its packed qweight / weight_packed).
   const RawTensor& raw() const { return raw_; }
-  bool quantized() const { return raw_.dtype == DType::f8e4m3 || int4(); }
+  bool quantized() const { return raw_.dtype == DType::f8e4m3 || int4() || ternary_ != Ternary::none; }
   bool int4() const { return int4_.has_value(); }
   // The block type (q4_0, q4_1) columns [col, col + n) of every row repack to (int4 only:
   // Int4Weight::block_type).
@@ -68,6 +69,13 @@ class StoredWeight {
 
  private:
   Status load_scales(const Checkpoint& ck, const std::string& name);
+  // A bitnet checkpoint's ternary linear (QuantConfig::ternary_weight): its codes, packed or
+  // not, and the multiplier W = t * ternary_scale_ (online: the float weights and their s).
+  Status open_ternary(const Checkpoint& ck, const std::string& name);
+  void read_ternary(int64_t row, int64_t col, int64_t n, DType out, uint8_t* dst) const;
+  enum class Ternary { none, packed, codes, online };
+  Ternary ternary_ = Ternary::none;
+  float ternary_scale_ = 1.0f;  // packed / codes: W = t * this; online: s (W = clamp(round(w s)) / s)
   void read_blocks(int64_t row, int64_t col, int64_t n, DType out, uint8_t* dst) const;  // row of all rows
   float scale(int64_t item, int64_t row, int64_t col_block) const;
   RawTensor raw_;

@@ -13,8 +13,8 @@ regenerating one leaves the others' bytes alone). `--embeddings NAME...` leaves 
 alone and writes tests/fixtures/<name>/embeddings.json instead: the pooled final hidden states
 (AutoModel's last_hidden_state, pooled last / mean / cls, raw and L2-normalized) that
 tests/models/pooling_reference_test.cpp compares with. It creates its own virtual environment in
-.brigade/fixtures-venv (git-ignored) and installs torch, transformers, tokenizers, safetensors, numpy and tiktoken
-from PyPI there on first use; then it re-runs itself inside that environment. CI never runs it: the
+.brigade/fixtures-venv (git-ignored) and installs torch, transformers, tokenizers, safetensors, numpy, tiktoken
+and accelerate (transformers loads bitnet checkpoints only with it) from PyPI there on first use; then it re-runs itself inside that environment. CI never runs it: the
 fixtures it writes are committed (a few hundred KB each).
 """
 import json
@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".brigade" / "fixtures-venv"
 OUT = ROOT / "tests" / "fixtures"
-PACKAGES = ["torch", "transformers", "tokenizers", "safetensors", "numpy", "tiktoken"]
+PACKAGES = ["torch", "transformers", "tokenizers", "safetensors", "numpy", "tiktoken", "accelerate"]
 
 
 def ensure_venv(script=__file__):
@@ -36,7 +36,7 @@ def ensure_venv(script=__file__):
         return
     if not python.exists():
         subprocess.check_call([sys.executable, "-m", "venv", str(VENV)])
-    probe = subprocess.run([str(python), "-c", "import torch, transformers, tokenizers, safetensors, numpy, tiktoken"],
+    probe = subprocess.run([str(python), "-c", "import torch, transformers, tokenizers, safetensors, numpy, tiktoken, accelerate"],
                            capture_output=True)
     if probe.returncode != 0:
         subprocess.check_call([str(python), "-m", "pip", "install", *PACKAGES])
@@ -1102,6 +1102,17 @@ def fixtures():
         "flint_sparse": ("FlintConfig", "FlintForCausalLM", windowed_shared_moe_config(
             num_experts_per_tok=3, layer_types=["sliding_attention", "full_attention"], mlp_only_layers=[],
             norm_topk_prob=False, attention_bias=True)),
+        # BitNet b1.58 (BitNetForCausalLM, microsoft/bitnet-b1.58-2B-4T): Llama's layer with an RMSNorm
+        # before o_proj and before down_proj, relu2(gate) * up; every decoder linear ternary
+        # (make_bitnet) as the released checkpoint stores it: BitLinear's packed u8 codes, tied.
+        "bitnet": ("BitNetConfig", "BitNetForCausalLM", bitnet_config(tie_word_embeddings=True)),
+        # AutoBitLinear, offline: the codes as floats, times weight_scale.
+        "bitnet_auto": ("BitNetConfig", "BitNetForCausalLM", bitnet_config()),
+        # AutoBitLinear, online: the float weights, ternarized per forward.
+        "bitnet_online": ("BitNetConfig", "BitNetForCausalLM", bitnet_config()),
+        # No quantization_config: transformers runs the linears and activations as stored (the
+        # bf16 master weights Microsoft publishes beside the packed model load so).
+        "bitnet_plain": ("BitNetConfig", "BitNetForCausalLM", bitnet_config()),
     }
 
 
@@ -1583,6 +1594,13 @@ def windowed_shared_moe_config(**kw):
     return c
 
 
+def bitnet_config(**kw):
+    """The BitNet fixtures' config: 2 heads of 16 (their q width is hidden_size, as BitNet's
+    attn_sub_norm needs), 1 KV head, an MLP of 64: small, so that few activations are quantized
+    (make_bitnet's margin search)."""
+    return base_config(hidden_size=32, intermediate_size=64, num_attention_heads=2, num_key_value_heads=1, **kw)
+
+
 def deepseek_config(**kw):
     """A tiny DeepSeek (V2 or V3) config: 4 heads, latent 32, nope/rope/v 16/8/16, 8 experts of 16."""
     c = base_config(vocab_size=128, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=4,
@@ -1687,14 +1705,14 @@ def hub_checkpoint(config_cls, model_cls, kw, seed, out):
     return load_file(str(Path(out) / "model.safetensors")), json.loads((Path(out) / "config.json").read_text())
 
 
-def run_cases(model, vocab_size, decode_logits):
-    """expected.json's cases: for each prompt, the logits of every position and the greedy
-    continuation; with decode_logits, the logits of the cached decode steps (step i >= 1 fed
-    greedy token i - 1)."""
+def run_cases(model, vocab_size, decode_logits, prompts=None):
+    """expected.json's cases: for each prompt (prompts, default prompts_for(vocab_size)), the logits
+    of every position and the greedy continuation; with decode_logits, the logits of the cached
+    decode steps (step i >= 1 fed greedy token i - 1)."""
     import torch
     cases = []
     with torch.no_grad():
-        for prompt in prompts_for(vocab_size):
+        for prompt in prompts if prompts is not None else prompts_for(vocab_size):
             ids = torch.tensor([prompt])
             logits = model(ids).logits[0].to(torch.float32)
             gen = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
@@ -1735,7 +1753,7 @@ def make(name, config_cls, model_cls, kw, seed, model=None):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("nanochat", "cwm", "iquestcoder", "solar", "minicpm", "youtu", "bamba", "deepseek", "axk1", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "ministral", "vaultgemma", "hyperclovax", "kolibri1", "flint", "param2moe", "sarvam", "cohere2_moe", "hy_v3", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone", "gpt", "falcon", "bloom", "mpt", "opt")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("nanochat", "cwm", "iquestcoder", "solar", "minicpm", "youtu", "bamba", "deepseek", "axk1", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "ministral", "vaultgemma", "hyperclovax", "kolibri1", "flint", "bitnet", "param2moe", "sarvam", "cohere2_moe", "hy_v3", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone", "gpt", "falcon", "bloom", "mpt", "opt")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 
@@ -1816,6 +1834,85 @@ def make_axk1(name, config_cls, model_cls, kw, seed):
     ids = torch.tensor([prompts_for(kw["vocab_size"])[0]])
     with torch.no_grad():
         assert torch.equal(again(ids).logits, model(ids).logits), "the Hub layout reads back differently"
+
+
+BITNET_LINEARS = {"bitnet": ("bitlinear", "offline"), "bitnet_auto": ("autobitlinear", "offline"),
+                  "bitnet_online": ("autobitlinear", "online")}
+
+
+def make_bitnet(name, config_cls, model_cls, kw, seed):
+    """A quant_method bitnet checkpoint and transformers' cases from loading it. Each decoder
+    linear's weight w is ternarized as AutoBitLinear's WeightQuant does (t = clamp(round(w s), -1, 1),
+    s = 1 / mean |w|) and stored as BITNET_LINEARS' class keeps it: BitLinear's packed u8 codes
+    (transformers' pack_weights) with weight_scale s, which it divides by; AutoBitLinear offline's
+    float codes with weight_scale 1 / s, which it multiplies by; AutoBitLinear online's float w,
+    ternarized per forward. Every linear's input x is quantized to int8 per row, round(x 127 /
+    max |x|), a rounding that brigade's fp32 activations, ~1e-5 (in those units) from PyTorch's,
+    could flip, and one flipped element moves these tiny models' logits by ~0.1. So the cases are
+    the two short prompts only (few quantized elements), and the first seed from `seed` (in steps
+    of 10000) whose every quantized element, in every forward the cases run, lies 1.5e-4 or more
+    from a rounding boundary (and, online, every weight code 4e-6 relative) is kept: there
+    brigade must match to the usual tolerance."""
+    import torch
+    import torch._dynamo
+    import transformers
+    from safetensors.torch import load_file, save_file
+    from transformers.integrations.bitnet import AutoBitLinear, BitLinear, pack_weights
+    torch._dynamo.config.disable = True  # transformers' BitNet kernels are torch.compile'd: run them eagerly
+    linear_class, mode = BITNET_LINEARS[name]
+    out_dir = OUT / name
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    def boundary_gap(v, relative=False):  # the smallest distance from a .5 rounding boundary
+        gap = ((v - v.floor()) - 0.5).abs()
+        return (gap / v.abs().clamp(min=1.0) if relative else gap).min().item()
+
+    for attempt in range(60):
+        s = seed + 10000 * attempt
+        make_model = new_model(config_cls, model_cls, kw, s)
+        make_model.save_pretrained(out_dir, safe_serialization=True)
+        (out_dir / "generation_config.json").unlink(missing_ok=True)
+        stored, weight_gaps, gaps = {}, [1.0], [1.0]
+        for key, w in load_file(str(out_dir / "model.safetensors")).items():
+            if not (key.startswith("model.layers.") and key.endswith("_proj.weight")):
+                stored[key] = w
+                continue
+            scale = 1.0 / w.abs().mean().clamp(min=1e-5)
+            weight_gaps.append(boundary_gap(w * scale, relative=True))
+            t = (w * scale).round().clamp(-1, 1)
+            base = key[:-len("weight")]
+            if mode == "online":
+                stored[key] = w
+            elif linear_class == "bitlinear":
+                stored[key], stored[base + "weight_scale"] = pack_weights(t.clone()), scale.reshape(1)
+            else:
+                stored[key], stored[base + "weight_scale"] = t.contiguous(), (1.0 / scale).reshape(1)
+        save_file(stored, str(out_dir / "model.safetensors"), metadata={"format": "pt"})
+        (out_dir / "model.safetensors").chmod(0o644)
+        config = json.loads((out_dir / "config.json").read_text())
+        config["quantization_config"] = {"quant_method": "bitnet", "linear_class": linear_class,
+                                         "quantization_mode": mode}
+        (out_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+        model = getattr(transformers, model_cls).from_pretrained(out_dir, dtype=torch.float32,
+                                                                 attn_implementation="eager").eval()
+        assert all(isinstance(m, (BitLinear, AutoBitLinear)) for n, m in model.named_modules()
+                   if n.endswith("_proj")), "every decoder linear is a BitNet linear"
+        def record(module, args):
+            x = args[0].to(torch.float32)
+            gaps.append(boundary_gap(x * (127.0 / x.abs().amax(dim=-1, keepdim=True).clamp(min=1e-5))))
+
+        for m in model.modules():
+            if isinstance(m, (BitLinear, AutoBitLinear)):
+                m.register_forward_pre_hook(record)
+        cases = run_cases(model, config["vocab_size"], decode_logits=True, prompts=PROMPTS[:2])
+        if min(gaps) >= 1.5e-4 and (mode != "online" or min(weight_gaps) >= 4e-6):
+            break
+    else:
+        sys.exit(f"{name}: no seed in 60 keeps every int8 rounding 1.5e-4 from a boundary")
+    write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
+                                  f"{model_cls} from the bitnet checkpoint ({linear_class}, {mode}), fp32, "
+                                  f"eager attention, seed {s}", config["vocab_size"], cases,
+                   min_rounding_gap=min(gaps))  # (recorded: how far this fixture is from a flip)
 
 
 def dsa_margins(model):
@@ -2364,7 +2461,8 @@ def main():
                      "chatglm": make_chatglm, "minicpm": make_minicpm, "minicpm_longrope": make_minicpm,
                      "iquestcoder": make_iquestcoder, "param2moe": make_original_config,
                      "sarvam_moe": make_original_config, "sarvam_mla": make_sarvam_mla,
-                     "axk1": make_axk1, "axk1_hub": make_axk1}.get(name, make)
+                     "axk1": make_axk1, "axk1_hub": make_axk1,
+                     **{n: make_bitnet for n in BITNET_LINEARS}}.get(name, make)
             maker(name, config_cls, model_cls, kw, 1000 + seed)
     if not names or "gpt_oss_mxfp4" in names:  # from the gpt_oss fixture written above
         make_gpt_oss_mxfp4()

@@ -321,6 +321,52 @@ TEST(CpuOps, XieluFollowsItsFormula) {
   }
 }
 
+// BitNet's gated relu2: relu(gate)^2 * up, gate and up the halves of each row.
+TEST(CpuOps, Relu2MulSquaresThePositiveGate) {
+  std::mt19937 rng(61);
+  auto b = backend_at(test::simd_levels().back());
+  auto gu = make(*b, DType::f32, {3, 2 * 17});
+  auto out = make(*b, DType::f32, {3, 17});
+  test::fill_uniform(gu.tensor, rng, -3, 3);
+  b->relu2_mul(gu.tensor, out.tensor);
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 17; ++j) {
+      const double g = get(gu.tensor, i * 34 + j), u = get(gu.tensor, i * 34 + 17 + j);
+      EXPECT_NEAR(get(out.tensor, i * 17 + j), g > 0 ? g * g * u : 0.0, 1e-6 * (1.0 + g * g * std::abs(u))) << i << " " << j;
+    }
+}
+
+// transformers' BitLinear.activation_quant / ActQuant, transcribed: per row s = 127 / max(absmax,
+// 1e-5), x = clamp(round(x s), -128, 127) / s with torch.round's ties to even, in f32. Row 0 has
+// absmax 127 (s = 1), so its halves are exact ties; row 1 is zero (stays zero); row 2 is tiny
+// (the 1e-5 floor); row 3 is random.
+TEST(CpuOps, QuantizeRowsInt8FollowsBitNetsRule) {
+  std::mt19937 rng(62);
+  auto b = backend_at(test::simd_levels().back());
+  auto x = make(*b, DType::f32, {4, 8});
+  const std::vector<float> row0 = {127.0f, 2.5f, 3.5f, -2.5f, -0.5f, 0.5f, 1.49f, -126.5f};
+  std::copy(row0.begin(), row0.end(), x.tensor.as<float>());
+  for (int64_t j = 0; j < 8; ++j) test::set(x.tensor, 8 + j, 0.0f);
+  for (int64_t j = 0; j < 8; ++j) test::set(x.tensor, 16 + j, static_cast<float>(j) * 1e-7f);
+  for (int64_t j = 0; j < 8; ++j) test::set(x.tensor, 24 + j, std::uniform_real_distribution<float>(-4, 4)(rng));
+  const std::vector<float> before = test::to_vector(x.tensor);
+  b->quantize_rows_int8(x.tensor);
+  const std::vector<float> want0 = {127.0f, 2.0f, 4.0f, -2.0f, -0.0f, 0.0f, 1.0f, -126.0f};
+  for (int64_t j = 0; j < 8; ++j) EXPECT_EQ(get(x.tensor, j), want0[static_cast<size_t>(j)]) << j;
+  for (int64_t j = 0; j < 8; ++j) EXPECT_EQ(get(x.tensor, 8 + j), 0.0f);
+  for (int64_t i = 2; i < 4; ++i) {
+    float amax = 0.0f;
+    for (int64_t j = 0; j < 8; ++j) amax = std::max(amax, std::fabs(before[static_cast<size_t>(i * 8 + j)]));
+    const float s = 127.0f / std::max(amax, 1e-5f);
+    for (int64_t j = 0; j < 8; ++j) {
+      const float v = before[static_cast<size_t>(i * 8 + j)];
+      EXPECT_EQ(get(x.tensor, i * 8 + j), std::clamp(std::nearbyint(v * s), -128.0f, 127.0f) / s) << i << " " << j;
+    }
+  }
+  // Below the floor the row is not stretched to +-127: 7e-7 * 127 / 1e-5 = 8.89 rounds to 9.
+  EXPECT_EQ(get(x.tensor, 16 + 7), 9.0f / (127.0f / 1e-5f));
+}
+
 // The query temperature: each q head of a row times log1p(floor((pos + offset) / floor)) * scale +
 // 1, k and v untouched. Llama 4's offset 1: positions below floor - 1 keep 1, then a step at every
 // multiple minus one; Ministral 3's offset 0: the steps at the multiples themselves.

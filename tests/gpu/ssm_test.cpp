@@ -299,5 +299,25 @@ TEST(GpuSsm, SigmoidMulAndReluSquared) {
     }
 }
 
+// BitNet's ops: the gated relu2 within bf16 tolerance; the int8 row quantization exactly the CPU's
+// rounded to bf16 (the same bf16 inputs, the same IEEE f32 scale, rounding and division).
+TEST(GpuSsm, Relu2MulAndQuantizeRowsInt8) {
+  BRIGADE_REQUIRE_GPU();
+  std::mt19937 rng(47);
+  const int64_t n = 7, inter = 300, d = 1000;
+  const auto gu = random_values(rng, n * 2 * inter, -3, 3);
+  const auto oc = act_out(cpu(), n, inter), og = act_out(*gpu(), n, inter);
+  cpu().relu2_mul(act(cpu(), n, 2 * inter, gu).tensor, oc.tensor);
+  gpu()->relu2_mul(act(*gpu(), n, 2 * inter, gu).tensor, og.tensor);
+  EXPECT_LT(rel_error(get(*gpu(), og.tensor), get(cpu(), oc.tensor)), kBf16Tol);
+  auto x = random_values(rng, n * d, -5, 5);
+  for (int64_t j = 0; j < d; ++j) x[static_cast<size_t>(3 * d + j)] = 0.0f;  // an all-zero row stays zero
+  const auto xc = act(cpu(), n, d, x), xg = act(*gpu(), n, d, x);
+  cpu().quantize_rows_int8(xc.tensor);
+  gpu()->quantize_rows_int8(xg.tensor);
+  const auto got = get(*gpu(), xg.tensor), want = get(cpu(), xc.tensor);
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], bf16_to_f32(f32_to_bf16(want[i]))) << i;
+}
+
 }  // namespace
 }  // namespace brigade
