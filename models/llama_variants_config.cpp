@@ -130,6 +130,41 @@ Status read_bitnet(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
+// JetBrains Mellum (MellumForCausalLM, JetBrains/Mellum2-12B-A2.5B): Qwen3-MoE's attention (per-head
+// q/k norms before RoPE, q/k/v and o biases with attention_bias) with sliding_window (1024; null
+// only without sliding layers) on the layers layer_types calls sliding (default none), and RoPE per layer type:
+// rope_parameters' full_attention and sliding_attention, MellumConfig's 500000 and 10000 when
+// absent (a flat rope_parameters is refused: MellumRotaryEmbedding reads it per type), whole heads
+// rotated. Its experts: read_mellum_moe (models/model_config.cpp).
+Status read_mellum(const json& j, ModelConfig& c) {
+  BRIGADE_RETURN_IF_ERROR(require_act(j, c, "silu"));
+  c.qk_norm = true;
+  c.qkv_bias = c.o_bias = c.attention_bias;
+  BRIGADE_RETURN_IF_ERROR(read_window_or_null(j, c, 1024));
+  BRIGADE_RETURN_IF_ERROR(read_layer_types(j, c, 1));  // absent: every layer full
+  const auto rope = j.find("rope_parameters");
+  if (rope == j.end() || rope->is_null()) {
+    c.rope_theta = 500000.0f;
+    c.rope_local_theta = 10000.0f;
+  } else {
+    if (!rope->is_object() || !rope->contains("full_attention") || !rope->contains("sliding_attention"))
+      return invalid_argument("config.json: rope_parameters must hold full_attention and sliding_attention for mellum "
+                              "(MellumRotaryEmbedding reads one per layer type)");
+    BRIGADE_RETURN_IF_ERROR(read_rope_by_layer_type(j, c));
+    for (const char* type : {"full_attention", "sliding_attention"}) {
+      float factor = 1.0f;
+      BRIGADE_RETURN_IF_ERROR(read_float((*rope)[type], "partial_rotary_factor", factor));
+      if (factor != 1.0f)  // MellumRotaryEmbedding would make narrower tables than its attention rotates
+        return unsupported(std::string("config.json: rope_parameters.") + type + ".partial_rotary_factor " +
+                           std::to_string(factor) + " is not supported for mellum: MellumAttention rotates whole heads");
+    }
+  }
+  const bool sliding = std::find(c.sliding_layers.begin(), c.sliding_layers.end(), true) != c.sliding_layers.end();
+  if (c.sliding_window == 0 && sliding)  // transformers' sliding cache layers need one
+    return invalid_argument("config.json: sliding_window must be > 0 for mellum's sliding layers (layer_types)");
+  return Status::ok();
+}
+
 std::string llama_variant_arch(const std::string& class_name, const std::string& model_type) {
   static const std::pair<const char*, const char*> kNames[] = {
       {"DbrxForCausalLM", "dbrx"},         {"OlmoForCausalLM", "olmo"},         {"Olmo2ForCausalLM", "olmo2"},       {"Olmo3ForCausalLM", "olmo3"},
@@ -158,6 +193,7 @@ std::string llama_variant_arch(const std::string& class_name, const std::string&
       {"MiMoV2FlashForCausalLM", "mimo_v2_flash"}, {"ExaoneMoeForCausalLM", "exaone_moe"},
       {"ExaoneMoEForCausalLM", "exaone_moe"},    {"Kolibri1ForCausalLM", "kolibri1"},
       {"FlintForCausalLM", "flint"},              {"BitNetForCausalLM", "bitnet"},
+      {"MellumForCausalLM", "mellum"},
       {"InternLM2ForCausalLM", "internlm2"},      {"InternLM3ForCausalLM", "internlm3"},  // internlm_config.h
       {"MiniCPMForCausalLM", "minicpm"},          {"CwmForCausalLM", "cwm"},
       {"NanoChatForCausalLM", "nanochat"},       {"HyperCLOVAXForCausalLM", "hyperclovax"}};  // (model_config.cpp's read_hyperclovax)  // (mimo_exaone_config.h; K-EXAONE's first configs' spelling)
@@ -734,6 +770,7 @@ Status read_llama_variant(const json& j, ModelConfig& c) {
   if (c.arch == "exaone4") return read_exaone4(j, c);
   if (c.arch == "flint") return read_flint(j, c);
   if (c.arch == "bitnet") return read_bitnet(j, c);
+  if (c.arch == "mellum") return read_mellum(j, c);
   c.sliding_window = 0;  // none of the others slides
   if (c.arch == "glm4" || c.arch == "glm") {  // Glm4Attention / GlmAttention: q/k/v biases (attention_bias,
     c.attention_bias = true;                     // true by default), o without; RoPE of adjacent pairs

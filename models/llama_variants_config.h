@@ -56,6 +56,9 @@
 //   bitnet (BitNetForCausalLM, BitNet b1.58): Llama's layer with sub-norms before o_proj and
 //     down_proj and a gated relu2 MLP; ternary linears with int8 inputs under quant_method
 //     bitnet (models/quant_config.h) (read_bitnet);
+//   mellum (MellumForCausalLM, JetBrains Mellum 2): Qwen3-MoE's layer with windows on layer_types'
+//     sliding layers, a RoPE base per layer type and dense layers by mlp_layer_types (read_mellum,
+//     read_mellum_moe in models/model_config.cpp);
 //   mimo_v2_flash (MiMo-V2-Flash), exaone_moe (K-EXAONE) and kolibri1 (Aleph Alpha Kolibri-1):
 //     models/mimo_exaone_config.h.
 #pragma once

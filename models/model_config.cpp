@@ -64,7 +64,7 @@ constexpr const char* kSupported =
     "CohereForCausalLM (cohere), Cohere2ForCausalLM (cohere2), Dots1ForCausalLM (dots1), PhimoeForCausalLM (phimoe), "
     "AfmoeForCausalLM (afmoe), ArceeForCausalLM (arcee), NanoChatForCausalLM (nanochat), GemmaForCausalLM (gemma), Starcoder2ForCausalLM (starcoder2), "
     "PhiForCausalLM (phi), StableLmForCausalLM (stablelm), MiMoV2FlashForCausalLM (mimo_v2_flash), "
-    "ExaoneMoeForCausalLM (exaone_moe), Kolibri1ForCausalLM (kolibri1), FlintForCausalLM (flint), BitNetForCausalLM (bitnet), Jais2ForCausalLM (jais2), NemotronForCausalLM (nemotron), "
+    "ExaoneMoeForCausalLM (exaone_moe), Kolibri1ForCausalLM (kolibri1), FlintForCausalLM (flint), BitNetForCausalLM (bitnet), MellumForCausalLM (mellum), Jais2ForCausalLM (jais2), NemotronForCausalLM (nemotron), "
     "ExaoneForCausalLM (exaone), FlexOlmoForCausalLM (flex_olmo), GPTNeoXForCausalLM (gpt_neox), "
     "GPTJForCausalLM (gptj), GPT2LMHeadModel (gpt2), GPTBigCodeForCausalLM (gpt_bigcode), FalconForCausalLM (falcon; "
     "also RWForCausalLM), BloomForCausalLM (bloom), MptForCausalLM (mpt), OPTForCausalLM (opt), GPTNeoForCausalLM (gpt_neo), "
@@ -91,7 +91,7 @@ bool is_sparse_moe(const std::string& arch) {
          arch == "qwen3_5_moe_text" || arch == "olmoe" || arch == "ernie4_5_moe" || arch == "llama4_text" ||
          arch == "minimax_m2" || arch == "granitemoe" || arch == "granitemoeshared" || arch == "hunyuan_v1_moe" ||
          arch == "phimoe" || arch == "afmoe" || arch == "flex_olmo" || arch == "dbrx" || arch == "cohere2_moe" ||
-         arch == "flint";
+         arch == "flint" || arch == "mellum";
 }
 
 // Which family a config describes: architectures[0] wins, model_type otherwise. A
@@ -512,6 +512,23 @@ Status read_sparse_layers(const json& j, ModelConfig& c) {
   return Status::ok();
 }
 
+// JetBrains Mellum (MellumConfig, Qwen3MoeConfig's fields): num_local_experts (64) experts of
+// moe_intermediate_size (896), the softmax's top num_experts_per_tok (8) renormalised with
+// norm_topk_prob (true), no shared expert; the layers mlp_layer_types calls "dense" (default none)
+// a SwiGLU of intermediate_size.
+Status read_mellum_moe(const json& j, ModelConfig& c) {
+  c.n_experts = 64;
+  c.n_experts_per_tok = 8;
+  c.moe_intermediate_size = 896;
+  c.norm_topk_prob = true;
+  BRIGADE_RETURN_IF_ERROR(read_int(j, j.contains("num_experts") ? "num_experts" : "num_local_experts", c.n_experts, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "num_experts_per_tok", c.n_experts_per_tok, false));
+  BRIGADE_RETURN_IF_ERROR(read_int(j, "moe_intermediate_size", c.moe_intermediate_size, false));
+  BRIGADE_RETURN_IF_ERROR(read_bool(j, "norm_topk_prob", c.norm_topk_prob));
+  c.decoder_sparse_step = 1;
+  return read_dense_mlp_layers(j, c, 0);
+}
+
 // FlintConfig's experts (over Qwen2MoeConfig): num_experts (256) of moe_intermediate_size (512),
 // the top num_experts_per_tok (6) of the router logits' sigmoid, renormalised with norm_topk_prob
 // (true), beside one ungated shared SwiGLU of shared_expert_intermediate_size (1024) every token
@@ -580,6 +597,7 @@ Status read_moe(const json& j, ModelConfig& c) {
   if (c.arch == "granitemoe" || c.arch == "granitemoeshared") return read_granite_moe(j, c);
   if (c.arch == "hunyuan_v1_moe") return read_hunyuan_moe(j, c);
   if (c.arch == "flint") return read_flint_moe(j, c);
+  if (c.arch == "mellum") return read_mellum_moe(j, c);
   if (c.arch == "gpt_oss") return read_gpt_oss_moe(j, c);
   if (c.arch != "qwen3_moe" && c.arch != "qwen2_moe" && c.arch != "qwen3_next" && c.arch != "qwen3_5_moe_text")
     return Status::ok();
@@ -619,7 +637,7 @@ Status validate_moe(const ModelConfig& c) {
   if (!is_sparse_moe(c.arch)) return Status::ok();
   const std::string e = std::to_string(c.n_experts), k = std::to_string(c.n_experts_per_tok);
   const std::string experts = c.arch == "mixtral" || c.arch == "phimoe" || c.arch == "gpt_oss" || c.arch == "llama4_text" || c.arch == "minimax_m2" ||
-                                          c.arch == "granitemoe" || c.arch == "granitemoeshared"
+                                          c.arch == "granitemoe" || c.arch == "granitemoeshared" || c.arch == "mellum"
                                   ? "num_local_experts"
                                   : "num_experts";  // olmoe's too
   if (c.n_experts < 1) return invalid_argument("model config: " + experts + " must be >= 1 (got " + e + ")");
@@ -851,12 +869,12 @@ Expected<ModelConfig> parse_hf_config(const std::string& json_text) {
   BRIGADE_RETURN_IF_ERROR(read_int(j, "num_attention_heads", c.n_heads, true));
   c.n_kv_heads = c.n_heads;
   BRIGADE_RETURN_IF_ERROR(read_int(j, "num_key_value_heads", c.n_kv_heads, false));
-  if (c.n_heads > 0) c.head_dim = c.hidden_size / c.n_heads;
+  if (c.n_heads > 0) c.head_dim = c.arch == "mellum" ? 128 : c.hidden_size / c.n_heads;  // MellumConfig's 128
   BRIGADE_RETURN_IF_ERROR(read_int(j, "head_dim", c.head_dim, false));
   // Qwen3.5-MoE has no dense MLP, so no intermediate_size.
   BRIGADE_RETURN_IF_ERROR(read_int(j, "intermediate_size", c.intermediate_size, c.arch != "qwen3_5_moe_text"));
   BRIGADE_RETURN_IF_ERROR(read_int(j, "vocab_size", c.vocab_size, true));
-  c.max_position = c.arch == "phimoe" ? 131072 : 2048;  // PhimoeConfig's default 4096 * 32
+  c.max_position = c.arch == "phimoe" || c.arch == "mellum" ? 131072 : 2048;  // PhimoeConfig's default 4096 * 32, MellumConfig's
   BRIGADE_RETURN_IF_ERROR(read_int(j, "max_position_embeddings", c.max_position, false));
   c.rms_eps = c.arch == "bitnet" ? 1e-5f : 1e-6f;  // BitNetConfig's
   BRIGADE_RETURN_IF_ERROR(read_float(j, "rms_norm_eps", c.rms_eps));

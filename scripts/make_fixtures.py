@@ -1113,6 +1113,20 @@ def fixtures():
         # No quantization_config: transformers runs the linears and activations as stored (the
         # bf16 master weights Microsoft publishes beside the packed model load so).
         "bitnet_plain": ("BitNetConfig", "BitNetForCausalLM", bitnet_config()),
+        # JetBrains Mellum (MellumForCausalLM, JetBrains/Mellum2-12B-A2.5B): Qwen3-MoE's layer with windows
+        # of 8 on layer_types' sliding layers and a RoPE base per layer type (MellumConfig's 500000 and
+        # 10000); layer 0 dense by mlp_layer_types, then 8 experts of 16, the softmax's top 2
+        # renormalised (its default).
+        "mellum": ("MellumConfig", "MellumForCausalLM", mellum_config(
+            layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+            mlp_layer_types=["dense", "sparse", "sparse", "sparse"])),
+        # The same with bases 20000 and 5000, windows of 6, every layer sparse (MellumConfig's
+        # default), top 3 not renormalised, q/k/v/o biases.
+        "mellum_sparse": ("MellumConfig", "MellumForCausalLM", mellum_config(
+            layer_types=["sliding_attention", "full_attention", "full_attention", "sliding_attention"],
+            sliding_window=6, num_experts_per_tok=3, norm_topk_prob=False, attention_bias=True,
+            rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 20000.0},
+                             "sliding_attention": {"rope_type": "default", "rope_theta": 5000.0}})),
     }
 
 
@@ -1601,6 +1615,16 @@ def bitnet_config(**kw):
     return base_config(hidden_size=32, intermediate_size=64, num_attention_heads=2, num_key_value_heads=1, **kw)
 
 
+def mellum_config(**kw):
+    """The Mellum fixtures' config: 4 layers of 4 heads of 16 (2 KV heads), windows of 8, 8 experts
+    of 16 (top 2), a dense MLP of 128; no rope_theta (MellumConfig reads rope_parameters per type)."""
+    c = base_config(num_hidden_layers=4, head_dim=16, sliding_window=8, num_experts=8, num_experts_per_tok=2,
+                    moe_intermediate_size=16, pad_token_id=0)
+    del c["rope_theta"]
+    c.update(kw)
+    return c
+
+
 def deepseek_config(**kw):
     """A tiny DeepSeek (V2 or V3) config: 4 heads, latent 32, nope/rope/v 16/8/16, 8 experts of 16."""
     c = base_config(vocab_size=128, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=4,
@@ -1753,7 +1777,7 @@ def make(name, config_cls, model_cls, kw, seed, model=None):
     for extra in ("generation_config.json",):
         (out_dir / extra).unlink(missing_ok=True)
     vocab_size = kw["vocab_size"] if "vocab_size" in kw else kw["text_config"]["vocab_size"]
-    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("nanochat", "cwm", "iquestcoder", "solar", "minicpm", "youtu", "bamba", "deepseek", "axk1", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "ministral", "vaultgemma", "hyperclovax", "kolibri1", "flint", "bitnet", "param2moe", "sarvam", "cohere2_moe", "hy_v3", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone", "gpt", "falcon", "bloom", "mpt", "opt")))
+    cases = run_cases(model, vocab_size, decode_logits=any(k in name for k in ("nanochat", "cwm", "iquestcoder", "solar", "minicpm", "youtu", "bamba", "deepseek", "axk1", "phi3", "gemma", "gpt_oss", "glm4", "mamba", "granite", "nemotron", "jamba", "qwen3_next", "qwen3_5", "lfm2", "falcon_h1", "olmo", "exaone4", "glm4", "glm", "helium", "seed_oss", "ernie4_5", "hunyuan", "apertus", "ernie", "llama4", "minimax", "cohere", "dots1", "ministral3", "ministral", "vaultgemma", "hyperclovax", "kolibri1", "flint", "bitnet", "mellum", "param2moe", "sarvam", "cohere2_moe", "hy_v3", "phimoe", "afmoe", "arcee", "mistral4", "kimi_linear", "mimo", "exaone_moe", "dsa", "deepseek_v32", "starcoder2", "phi", "stablelm", "longcat", "jais2", "exaone", "gpt", "falcon", "bloom", "mpt", "opt")))
     write_expected(out_dir, name, f"transformers {transformers.__version__}, torch {torch.__version__}, "
                                   f"{model_cls}, fp32, eager attention, seed {seed}", vocab_size, cases)
 

@@ -320,7 +320,7 @@ TEST(GpuModel, LlamaVariantsFixturesMatchCpu) {
                            "stablelm", "stablelm_parallel", "jais2", "nemotron", "exaone", "bitnet_plain"})
     expect_fixture_matches_cpu(name, testing::fixture_dir(name));
   for (const char* name : {"olmoe", "llama4", "llama4_text", "minimax_m2", "granitemoe", "granitemoeshared",
-                           "hunyuan_v1_moe", "dots1", "afmoe", "mimo_v2_flash", "exaone_moe", "kolibri1", "flint", "flex_olmo"})
+                           "hunyuan_v1_moe", "dots1", "afmoe", "mimo_v2_flash", "exaone_moe", "kolibri1", "flint", "mellum", "flex_olmo"})
     expect_fixture_matches_cpu(name, every_expert_copy(every_expert, name));
 }
 

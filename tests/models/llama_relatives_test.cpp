@@ -1,9 +1,9 @@
 // More relatives of the Llama decoder against transformers: Jais 2 and Nemotron (Minitron) and
 // EXAONE 3.0 / 3.5 (models/classic_decoders_config.h), FlexOlmo (models/llama_variants_config.h),
 // HyperCLOVA X SEED (read_hyperclovax, models/model_config.cpp), Flint (read_flint,
-// read_flint_moe). Their fixtures (scripts/make_fixtures.py: jais2, nemotron, exaone with the Hub's
+// read_flint_moe), Mellum (read_mellum, read_mellum_moe). Their fixtures (scripts/make_fixtures.py: jais2, nemotron, exaone with the Hub's
 // tensor and config names, flex_olmo, hyperclovax, hyperclovax_no_post_norm, flint and
-// flint_sparse with the Hub's sink name) run in HfFixture (hf_fixture_test.cpp) and their GGUF files in GgufClassicF32
+// flint_sparse with the Hub's sink name, mellum, mellum_sparse) run in HfFixture (hf_fixture_test.cpp) and their GGUF files in GgufClassicF32
 // (gguf_classic_decoders_test.cpp); here, their configs as parsed, each piece moving the logits far
 // outside the tolerance when changed (so the fixtures check each), config values the decoder does
 // not run refused by name, and what `inspect` says of them.
@@ -283,6 +283,74 @@ TEST(Flint, PiecesMoveTheLogits) {
   EXPECT_GT(max_diff_with_rules("flint", [](ModelConfig& c) { c.shared_expert_intermediate_size = 0; }), far)
       << "no shared expert";
   EXPECT_GT(max_diff_with_rules("flint_sparse", [](ModelConfig& c) { c.norm_topk_prob = true; }), far) << "renormalised";
+}
+
+TEST(Mellum, Config) {
+  auto c = parse_fixture("mellum");
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "mellum");
+  EXPECT_TRUE(c->qk_norm && c->norm_topk_prob);
+  EXPECT_FALSE(c->qkv_bias || c->o_bias || c->shared_gate || c->moe_score_bias);
+  EXPECT_EQ(c->moe_scoring, MoeScoring::softmax);
+  EXPECT_EQ(c->shared_width(), 0);
+  EXPECT_EQ(c->n_experts, 8);
+  EXPECT_EQ(c->sliding_window, 8);
+  EXPECT_EQ(c->sliding_layers, (std::vector<bool>{true, false, true, false}));
+  EXPECT_FLOAT_EQ(c->rope_theta, 500000.0f) << "MellumConfig's full_attention base";
+  EXPECT_FLOAT_EQ(c->rope_local_theta, 10000.0f) << "and sliding_attention's";
+  EXPECT_EQ(c->n_moe_layers(), 3) << "mlp_layer_types: layer 0 dense";
+  EXPECT_FALSE(c->is_moe_layer(0));
+  auto defaults = parse_fixture("mellum", [](nlohmann::json& j) {
+    for (const char* key : {"layer_types", "mlp_layer_types", "num_local_experts", "num_experts_per_tok",
+                            "moe_intermediate_size", "norm_topk_prob", "sliding_window", "rope_parameters", "head_dim",
+                            "max_position_embeddings"})
+      j.erase(key);
+  });
+  ASSERT_TRUE(defaults.has_value()) << defaults.status().to_string();
+  EXPECT_EQ(defaults->sliding_layers, (std::vector<bool>(4, false))) << "MellumConfig: every layer full";
+  EXPECT_EQ(defaults->n_moe_layers(), 4) << "and sparse";
+  EXPECT_EQ(defaults->n_experts, 64);
+  EXPECT_EQ(defaults->n_experts_per_tok, 8);
+  EXPECT_EQ(defaults->moe_intermediate_size, 896);
+  EXPECT_TRUE(defaults->norm_topk_prob);
+  EXPECT_EQ(defaults->sliding_window, 1024);
+  EXPECT_EQ(defaults->head_dim, 128);
+  EXPECT_EQ(defaults->max_position, 131072);
+  EXPECT_FLOAT_EQ(defaults->rope_theta, 500000.0f);
+  auto sparse = parse_fixture("mellum_sparse");
+  ASSERT_TRUE(sparse.has_value()) << sparse.status().to_string();
+  EXPECT_EQ(sparse->n_moe_layers(), 4);
+  EXPECT_FALSE(sparse->norm_topk_prob);
+  EXPECT_TRUE(sparse->qkv_bias && sparse->o_bias);
+  EXPECT_FLOAT_EQ(sparse->rope_theta, 20000.0f);
+  EXPECT_FLOAT_EQ(sparse->rope_local_theta, 5000.0f);
+  // What transformers' MellumForCausalLM cannot run either, refused by name.
+  refused("mellum", [](nlohmann::json& j) { j["sliding_window"] = nullptr; },
+          "sliding_window must be > 0 for mellum's sliding layers");
+  refused("mellum", [](nlohmann::json& j) { j["rope_parameters"]["sliding_attention"]["partial_rotary_factor"] = 0.5; },
+          "partial_rotary_factor 0.500000 is not supported for mellum: MellumAttention rotates whole heads");
+  refused("mellum", [](nlohmann::json& j) { j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 1e4}}; },
+          "rope_parameters must hold full_attention and sliding_attention for mellum");
+  refused("mellum", [](nlohmann::json& j) { j["mlp_layer_types"] = {"dense", "sparse"}; },
+          "mlp_layer_types must list one of");
+}
+
+// Every cached decode step (the sliding layers' pages at their own base) against transformers' generate.
+TEST(Mellum, DecodeStepsMatchTransformers) {
+  for (const char* fixture : {"mellum", "mellum_sparse"}) testing::expect_decode_steps_match(fixture);
+}
+
+// The per-type RoPE bases, the windows, the dense layer and the renormalisation each move the
+// logits (so the fixtures check them).
+TEST(Mellum, PiecesMoveTheLogits) {
+  const float far = 100 * kLogitTol;
+  EXPECT_GT(max_diff_with_rules("mellum", [](ModelConfig& c) { c.rope_local_theta = c.rope_theta; }), far)
+      << "one base for every layer";
+  EXPECT_GT(max_diff_with_rules("mellum", [](ModelConfig& c) { c.sliding_window = 0; }), far) << "no windows";
+  EXPECT_GT(max_diff_with_rules("mellum", [](ModelConfig& c) { c.norm_topk_prob = false; }), far) << "not renormalised";
+  EXPECT_GT(max_diff_with_rules("mellum_sparse", [](ModelConfig& c) { c.norm_topk_prob = true; }), far) << "renormalised";
+  EXPECT_GT(max_diff_with_rules("mellum_sparse", [](ModelConfig& c) { c.rope_theta = 500000.0f; }), far)
+      << "the full layers' base";
 }
 
 }  // namespace

@@ -309,7 +309,7 @@ TEST(TensorParallel, LlamaVariantsMatchUnshardedAndTransformers) {
                            "llama4", "llama4_text", "olmo", "olmo2", "olmo3", "olmoe", "olmoe_clip", "dbrx", "minimax_m2", "cohere", "cohere2", "granitemoe",
                            "granitemoeshared", "hunyuan_v1_moe", "dots1", "ministral3", "ministral3_text", "phimoe", "afmoe", "arcee", "mimo_v2_flash", "exaone_moe",
                            "starcoder2", "phi", "stablelm_parallel", "gpt_neox", "gptj", "gpt2", "internlm2", "internlm3", "chatglm", "minicpm", "cwm", "iquestcoder",
-                           "solar_open", "minicpm5_moe", "nanochat", "ministral", "vaultgemma", "hyperclovax", "hyperclovax_no_post_norm", "kolibri1", "kolibri1_norm", "flint", "flint_sparse", "param2moe", "sarvam_moe", "granite_swa",
+                           "solar_open", "minicpm5_moe", "nanochat", "ministral", "vaultgemma", "hyperclovax", "hyperclovax_no_post_norm", "kolibri1", "kolibri1_norm", "flint", "flint_sparse", "mellum", "mellum_sparse", "param2moe", "sarvam_moe", "granite_swa",
                            "granitemoe_swa", "cohere2_moe", "cohere2_moe_sigmoid", "hy_v3", "falcon_new", "falcon_one_norm",
                            "falcon_sequential", "bloom", "mpt", "mpt_clip", "opt", "gpt_neo", "codegen"})
     expect_tp2_matches_transformers(name);

@@ -24,7 +24,7 @@ MODELS = ["olmo", "olmo3", "olmoe", "olmoe_clip", "dbrx", "exaone4", "glm4", "se
           "hunyuan_v1_moe", "dots1", "ministral3", "ministral3_text", "phimoe", "afmoe", "arcee",
           "gemma", "starcoder2", "phi", "stablelm", "stablelm_parallel", "jais2", "nemotron", "exaone", "flex_olmo",
           "gpt_neox", "gptj", "gpt2", "gpt_bigcode", "internlm2", "internlm3", "chatglm", "minicpm",
-          "cwm", "iquestcoder", "solar_open", "minicpm5_moe", "youtu", "minicpm3", "ministral", "vaultgemma", "hyperclovax", "kolibri1", "axk1", "flint", "bitnet", "bitnet_auto", "bitnet_online", "bitnet_plain",
+          "cwm", "iquestcoder", "solar_open", "minicpm5_moe", "youtu", "minicpm3", "ministral", "vaultgemma", "hyperclovax", "kolibri1", "axk1", "flint", "bitnet", "bitnet_auto", "bitnet_online", "bitnet_plain", "mellum",
           "param2moe", "sarvam_moe", "sarvam_mla", "granite_swa", "granitemoe_swa", "cohere2_moe",
           "cohere2_moe_sigmoid", "hy_v3", "falcon", "falcon_new", "falcon_one_norm", "falcon_sequential",
           "bloom", "mpt", "mpt_clip", "opt", "gpt_neo", "codegen"]
