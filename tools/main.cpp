@@ -1,7 +1,7 @@
 // brigade: the command line (DESIGN.md §10).
 #include <CLI/CLI.hpp>
 
-#include <cstring>
+#include <string>
 
 #include "core/logging.h"
 #include "cpu/openblas_core.h"
@@ -23,10 +23,26 @@ int main(int argc, char** argv) {
   brigade::tools::add_serve_command(app, run);
   brigade::tools::add_bench_command(app, run);
   brigade::tools::add_node_command(app, run);
-  // vLLM's two-letter short forms, which CLI11's one-letter short names cannot spell.
+  // vLLM's two-letter short forms, which CLI11's one-letter short names cannot spell: rewritten
+  // where they stand as options, not where they are the value of the option before them (CLI11
+  // takes `--prompt -tp` as the prompt "-tp"), nor after "--".
+  CLI::App* scope = &app;  // the subcommand once it is named
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "-tp") == 0) argv[i] = const_cast<char*>("--tensor-parallel-size");
-    if (std::strcmp(argv[i], "-dp") == 0) argv[i] = const_cast<char*>("--data-parallel-size");
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    if (scope == &app && !arg.starts_with("-")) {
+      for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+        if (sub->check_name(arg)) scope = sub;
+      continue;
+    }
+    if (arg != "-tp" && arg != "-dp") continue;
+    const std::string prev = argv[i - 1];
+    const CLI::Option* before = prev.starts_with("-") && prev.find('=') == std::string::npos
+                                    ? scope->get_option_no_throw(prev)
+                                    : nullptr;
+    if (before == nullptr && scope != &app && prev.starts_with("-")) before = app.get_option_no_throw(prev);
+    if (before != nullptr && before->get_items_expected_min() > 0) continue;  // the option's value
+    argv[i] = const_cast<char*>(arg == "-tp" ? "--tensor-parallel-size" : "--data-parallel-size");
   }
   CLI11_PARSE(app, argc, argv);
   if (!log_level.empty() && !brigade::set_log_level(log_level)) {

@@ -59,6 +59,10 @@ cmp "$dir/plain.txt" "$dir/vllm_flags.txt"
   -tp 2 >"$dir/tp.txt" 2>"$dir/tp.err"
 python3 -c 'import sys; a, b = (open(f).read().split() for f in sys.argv[1:]); assert len(a) == len(b) >= 8, (a, b)' \
   "$dir/plain.txt" "$dir/tp.txt"
+# "-tp" as an option's value stays a value (the prompt here), not the tensor-parallel flag.
+"$bin" generate --model "$dir/m" --prompt -tp --max-tokens 1 --temperature 0 --threads 1 >"$dir/tp_value.txt" 2>/dev/null
+python3 -c 'import sys; t = open(sys.argv[1], encoding="utf-8", errors="replace").read(); assert t.startswith("-tp"), t' \
+  "$dir/tp_value.txt"
 # -dp 2: two copies behind the router, the same greedy tokens; a topology of several instances lists
 # its copies itself.
 "$bin" generate --model "$dir/m" --prompt-ids 1,20,30,40 --max-tokens 8 --temperature 0 --ignore-eos --threads 2 \
