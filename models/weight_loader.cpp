@@ -60,6 +60,7 @@ std::optional<DType> WeightLoader::float_want() const { return is_block_type(wan
 DType WeightLoader::staging_dtype(const StoredWeight& w, std::optional<DType> want, Slice cols, int64_t full,
                                   bool keep_blocks) const {
   if (!w.quantized() && !w.blocks()) return w.raw().dtype;
+  if (w.ternary_dtype() && !want) return *w.ternary_dtype();  // a bitnet linear: its model's float type
   // int4 columns repack to the block type they fit (Q4_0 where exact, else Q4_1: Int4Weight)
   // where the backend multiplies it and no other type is asked for (nor float experts:
   // quantize_linear(false)); Q4_0 columns go to q4_1 when that is asked for.

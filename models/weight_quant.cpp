@@ -186,6 +186,7 @@ Status StoredWeight::open_ternary(const Checkpoint& ck, const std::string& name)
     if (!std::isfinite(mean)) return corrupt(where + " holds a value that is not finite (a corrupt checkpoint)");
     ternary_scale_ = 1.0f / std::max(mean, 1e-5f);
     ternary_ = Ternary::online;
+    ternary_dtype_ = raw_.dtype;
     return Status::ok();
   }
   const std::string scale_name = name.substr(0, name.size() - 6) + "weight_scale";  // x.weight -> x.weight_scale
@@ -203,6 +204,7 @@ Status StoredWeight::open_ternary(const Checkpoint& ck, const std::string& name)
                    (divides ? "finite and > 0 (BitLinear divides by it)" : "finite"));
   ternary_scale_ = divides ? 1.0f / v : v;
   ternary_ = packed ? Ternary::packed : Ternary::codes;
+  ternary_dtype_ = packed ? scale->dtype : raw_.dtype;
   return Status::ok();
 }
 

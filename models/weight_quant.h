@@ -53,6 +53,12 @@ class StoredWeight {
   const RawTensor& raw() const { return raw_; }
   bool quantized() const { return raw_.dtype == DType::f8e4m3 || int4() || ternary_ != Ternary::none; }
   bool int4() const { return int4_.has_value(); }
+  // A bitnet ternary linear's float type as the checkpoint keeps its model (the weight_scale's of a
+  // packed one, else the stored weight's): what it is staged in when no type is asked for, so a
+  // bf16 checkpoint's ternary weights take bf16's memory, as its other weights do. nullopt otherwise.
+  std::optional<DType> ternary_dtype() const {
+    return ternary_ == Ternary::none ? std::nullopt : std::optional<DType>(ternary_dtype_);
+  }
   // The block type (q4_0, q4_1) columns [col, col + n) of every row repack to (int4 only:
   // Int4Weight::block_type).
   std::optional<DType> int4_block_type(int64_t col, int64_t n) const {
@@ -76,6 +82,7 @@ class StoredWeight {
   enum class Ternary { none, packed, codes, online };
   Ternary ternary_ = Ternary::none;
   float ternary_scale_ = 1.0f;  // packed / codes: W = t * this; online: s (W = clamp(round(w s)) / s)
+  DType ternary_dtype_ = DType::f32;
   void read_blocks(int64_t row, int64_t col, int64_t n, DType out, uint8_t* dst) const;  // row of all rows
   float scale(int64_t item, int64_t row, int64_t col_block) const;
   RawTensor raw_;

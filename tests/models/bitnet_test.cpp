@@ -190,6 +190,33 @@ TEST(BitNet, PiecesMoveTheLogits) {
   }
 }
 
+// Under weights: auto a ternary linear is staged in its checkpoint's float type (a packed one's
+// weight_scale's): a bf16 checkpoint's take 2 bytes a weight, as its other weights do; an explicit
+// weights: f32 still wins.
+TEST(BitNet, TernaryWeightsTakeTheCheckpointsFloatType) {
+  const testing::TempDir dir("bitnet_bf16_scales");
+  testing::write_edited_fixture("bitnet", dir, [](std::vector<StEntry>& es) {
+    for (StEntry& e : es) {
+      if (!e.name.ends_with(".weight_scale")) continue;
+      float v;
+      std::memcpy(&v, e.bytes.data(), 4);
+      const uint16_t h = f32_to_bf16(v);
+      e.dtype = "BF16";
+      e.bytes.assign(reinterpret_cast<const uint8_t*>(&h), reinterpret_cast<const uint8_t*>(&h) + 2);
+    }
+  });
+  auto backend = make_cpu_backend({.n_threads = 1});
+  auto f32 = testing::load_or_fail(fixture_dir("bitnet"), *backend);
+  auto bf16 = testing::load_or_fail(dir.str(), *backend);
+  auto asked = testing::load_or_fail(dir.str(), *backend, DType::f32);
+  ASSERT_TRUE(f32 && bf16 && asked);
+  const ModelConfig& c = f32->config();
+  const int64_t ternary = c.n_layers * (2 * int64_t{c.hidden_size} * c.hidden_size + 2 * int64_t{c.n_kv_heads} * c.head_dim * c.hidden_size +
+                                        3 * int64_t{c.hidden_size} * c.intermediate_size);
+  EXPECT_EQ(f32->weight_bytes() - bf16->weight_bytes(), ternary * 2) << "the ternary linears in bf16, the rest as stored";
+  EXPECT_EQ(asked->weight_bytes(), f32->weight_bytes());
+}
+
 // BitNet's sub-norms and int8 inputs span whole rows, which tensor parallelism splits.
 TEST(BitNet, TensorParallelismAndLoraAreRefused) {
   auto comms = make_in_process_group({2, std::chrono::seconds(10)});
