@@ -26,8 +26,8 @@
 //     (not lm_head, nor modules_to_not_convert) holds values in {-1, 0, 1} times one scale per
 //     tensor, and its input is quantized per row to int8 and back (Backend::quantize_rows_int8,
 //     applied by the Llama decoder). linear_class "bitlinear" (the default; BitLinear): `weight`
-//     u8 [rows / 4, cols], four ternary codes per byte (value + 1 in bits 2i..2i+1 of row r is
-//     row r + i * rows / 4), W = t / weight_scale. "autobitlinear" (AutoBitLinear): quantization_mode
+//     u8 [rows / 4, cols], four ternary codes per byte (bits 2i..2i+1 of stored row r hold value + 1
+//     of matrix row r + i * rows / 4), W = t / weight_scale. "autobitlinear" (AutoBitLinear): quantization_mode
 //     "offline" stores `weight` ternary (packed as above, or as floats) with W = t * weight_scale;
 //     "online" stores the float weights, ternarized at load as transformers does per forward,
 //     W = clamp(round(w s), -1, 1) / s with s = 1 / max(mean |w|, 1e-5). use_rms_norm (a norm
