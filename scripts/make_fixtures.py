@@ -1893,8 +1893,7 @@ def make_bitnet(name, config_cls, model_cls, kw, seed):
 
     for attempt in range(60):
         s = seed + 10000 * attempt
-        make_model = new_model(config_cls, model_cls, kw, s)
-        make_model.save_pretrained(out_dir, safe_serialization=True)
+        new_model(config_cls, model_cls, kw, s).save_pretrained(out_dir, safe_serialization=True)
         (out_dir / "generation_config.json").unlink(missing_ok=True)
         stored, weight_gaps, gaps = {}, [1.0], [1.0]
         for key, w in load_file(str(out_dir / "model.safetensors")).items():

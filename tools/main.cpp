@@ -7,6 +7,19 @@
 #include "cpu/openblas_core.h"
 #include "tools/commands.h"
 
+namespace {
+
+// Whether the argument `prev` is an option of `scope` (or of the top-level `app`) that takes a
+// value, so that the argument after it is that value.
+bool takes_value(const CLI::App& scope, const CLI::App& app, const std::string& prev) {
+  if (!prev.starts_with("-") || prev.find('=') != std::string::npos) return false;
+  const CLI::Option* o = scope.get_option_no_throw(prev);
+  if (o == nullptr) o = app.get_option_no_throw(prev);
+  return o != nullptr && o->get_items_expected_min() > 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   brigade::init_logging();
   brigade::cpu::reexec_for_openblas_core(argv);  // OpenBLAS's own kernels where it did not know this CPU
@@ -35,14 +48,8 @@ int main(int argc, char** argv) {
         if (sub->check_name(arg)) scope = sub;
       continue;
     }
-    if (arg != "-tp" && arg != "-dp") continue;
-    const std::string prev = argv[i - 1];
-    const CLI::Option* before = prev.starts_with("-") && prev.find('=') == std::string::npos
-                                    ? scope->get_option_no_throw(prev)
-                                    : nullptr;
-    if (before == nullptr && scope != &app && prev.starts_with("-")) before = app.get_option_no_throw(prev);
-    if (before != nullptr && before->get_items_expected_min() > 0) continue;  // the option's value
-    argv[i] = const_cast<char*>(arg == "-tp" ? "--tensor-parallel-size" : "--data-parallel-size");
+    if ((arg == "-tp" || arg == "-dp") && !takes_value(*scope, app, argv[i - 1]))
+      argv[i] = const_cast<char*>(arg == "-tp" ? "--tensor-parallel-size" : "--data-parallel-size");
   }
   CLI11_PARSE(app, argc, argv);
   if (!log_level.empty() && !brigade::set_log_level(log_level)) {
